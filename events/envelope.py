@@ -1,0 +1,80 @@
+"""The envelope every event carries: who did what to which claim, when, and why."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated
+
+import uuid_utils
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+CLAIM_ID_PATTERN = r"^CLM-[0-9]{4,12}$"
+ClaimId = Annotated[str, StringConstraints(pattern=CLAIM_ID_PATTERN)]
+# Ids a producer chooses (sources, disagreements, reviews): safe in URLs and subjects.
+LocalId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=20_000)]
+ShortText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
+
+
+def _aware_utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("occurred_at needs a time zone (use UTC, e.g. 2026-11-30T12:00:00Z)")
+    return value.astimezone(UTC)
+
+
+UtcDateTime = Annotated[datetime, AfterValidator(_aware_utc)]
+
+
+def new_event_id() -> str:
+    """A fresh time-ordered event id (UUIDv7)."""
+    return str(uuid_utils.uuid7())
+
+
+def utc_now() -> datetime:
+    """The current time in UTC, the only clock events use."""
+    return datetime.now(UTC)
+
+
+class ActorKind(StrEnum):
+    PERSON = "person"
+    MODEL = "model"
+    SERVICE = "service"
+
+
+class Actor(BaseModel):
+    """Who acted: a person, a model (with its name) or a service."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: ShortText
+    kind: ActorKind
+    model: ShortText | None = Field(default=None, description="The model's name and version, when a model acted.")
+
+    @model_validator(mode="after")
+    def _model_named_when_a_model_acted(self) -> Actor:
+        if self.kind is ActorKind.MODEL and not self.model:
+            raise ValueError("an actor of kind 'model' must name its model")
+        if self.kind is not ActorKind.MODEL and self.model:
+            raise ValueError(f"only a model actor names a model, not a {self.kind.value}")
+        return self
+
+
+class Event(BaseModel):
+    """Base of every event: the envelope. Subclasses add the facts and a literal ``type``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    event_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
+    type: str
+    schema_version: int = Field(default=1, ge=1)
+    claim_id: ClaimId
+    occurred_at: UtcDateTime
+    actor: Actor
+    causation_id: str | None = Field(default=None, max_length=64, description="The event or command that caused this one.")
+    correlation_id: str | None = Field(default=None, max_length=64, description="Groups the events of one operation.")
+    prev_hash: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 of the stored bytes of the claim's previous event; None for its first event.",
+    )

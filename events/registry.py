@@ -1,0 +1,103 @@
+"""The one map from event type to class: decoding, encoding and upcasting go through here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, Union
+
+from pydantic import Field, TypeAdapter, ValidationError
+
+from events.claim import ClaimDrafted, ClaimRetracted, ClaimRevised, ClaimSuperseded
+from events.disagreement import DisagreementAnswered, DisagreementFiled, DisagreementResolved
+from events.envelope import Event
+from events.relation import ClaimsRelated, ClaimsUnrelated
+from events.review import ReviewRecorded, ReviewWithdrawn
+from events.source import SourceAttached, SourceCorrected, SourceWithdrawn
+
+EVENT_CLASSES: tuple[type[Event], ...] = (
+    ClaimDrafted,
+    ClaimRevised,
+    ClaimRetracted,
+    ClaimSuperseded,
+    SourceAttached,
+    SourceCorrected,
+    SourceWithdrawn,
+    DisagreementFiled,
+    DisagreementAnswered,
+    DisagreementResolved,
+    ReviewRecorded,
+    ReviewWithdrawn,
+    ClaimsRelated,
+    ClaimsUnrelated,
+)
+EVENT_TYPES: dict[str, type[Event]] = {cls.model_fields["type"].default: cls for cls in EVENT_CLASSES}
+AnyEvent = Annotated[Union[EVENT_CLASSES], Field(discriminator="type")]  # noqa: UP007
+_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent)
+
+# The schema version the code writes, per type; older stored versions are upcast on read.
+CURRENT_VERSION: dict[str, int] = {name: 1 for name in EVENT_TYPES}
+# (type, from_version) -> function turning that version's JSON object into the next version's.
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+
+
+class UnknownEventError(ValueError):
+    """Bytes that are not an event this code can read: says why."""
+
+
+def encode(event: Event) -> bytes:
+    """The canonical bytes of an event, as stored in the log."""
+    return event.model_dump_json(exclude_none=True).encode()
+
+
+def decode(data: bytes) -> Event:
+    """Bytes from the log to an event, upcasting older schema versions on the way."""
+    try:
+        return _ADAPTER.validate_json(data)
+    except ValidationError as fast_path_error:
+        raw = _parse_object(data)
+        upcast = _upcast(raw)
+        if upcast is raw:
+            raise UnknownEventError(_describe(raw, fast_path_error)) from None
+    try:
+        return _ADAPTER.validate_python(upcast)
+    except ValidationError as error:
+        raise UnknownEventError(_describe(upcast, error)) from None
+
+
+def _parse_object(data: bytes) -> dict[str, Any]:
+    try:
+        raw = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UnknownEventError(f"not JSON: {error}") from None
+    if not isinstance(raw, dict):
+        raise UnknownEventError(f"an event is a JSON object, got {type(raw).__name__}")
+    return raw
+
+
+def _upcast(raw: dict[str, Any]) -> dict[str, Any]:
+    kind = raw.get("type")
+    version = raw.get("schema_version", 1)
+    if kind not in EVENT_TYPES or not isinstance(version, int):
+        return raw
+    if version > CURRENT_VERSION[kind]:
+        raise UnknownEventError(
+            f"{kind} schema_version {version} is newer than this code reads ({CURRENT_VERSION[kind]})"
+        )
+    current = raw
+    while version < CURRENT_VERSION[kind]:
+        current = UPCASTERS[(kind, version)](dict(current))
+        version += 1
+        current["schema_version"] = version
+    return current
+
+
+def _describe(raw: dict[str, Any], error: ValidationError) -> str:
+    kind = raw.get("type")
+    if kind not in EVENT_TYPES:
+        return f"unknown event type {kind!r}"
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'][1:]) or '(event)'}: {e['msg']}" for e in error.errors()[:5]
+    )
+    return f"invalid {kind}: {problems}"

@@ -1,0 +1,19 @@
+"""JSON Schemas of the events: the contract a producer in any language publishes against."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from events.registry import EVENT_TYPES, AnyEvent
+from events.subjects import ALL_EVENTS
+
+
+def event_schemas() -> dict[str, dict[str, Any]]:
+    """One JSON Schema per event type, plus ``AnyEvent`` (the discriminated union)."""
+    schemas = {name: cls.model_json_schema() for name, cls in EVENT_TYPES.items()}
+    union = TypeAdapter(AnyEvent).json_schema()
+    union["description"] = f"Any claimlog event, as stored on the subjects {ALL_EVENTS} (claims.<claim_id>.<type>)."
+    schemas["AnyEvent"] = union
+    return schemas

@@ -1,0 +1,1 @@
+"""Alembic migrations of the read-model schema (reviewed revisions in versions/)."""

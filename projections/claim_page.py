@@ -1,0 +1,214 @@
+"""The claim-page fold: ``apply(page, event, seq, at) -> page``, pure, one handler per event type.
+
+The fold owns the page it is given and updates it in place; counts and status are always derived
+from the lists, so a count can never disagree with what it summarizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from events import ActorKind, Event
+from events.claim import ClaimDrafted, ClaimRetracted, ClaimRevised, ClaimSuperseded
+from events.disagreement import DisagreementAnswered, DisagreementFiled, DisagreementResolved
+from events.relation import ClaimsRelated, ClaimsUnrelated
+from events.review import ReviewRecorded, ReviewWithdrawn
+from events.source import RELATIONS, SourceAttached, SourceCorrected, SourceWithdrawn
+from projections.base import Record
+from projections.page_model import (
+    Answer,
+    ClaimPage,
+    Correction,
+    DisagreementView,
+    Notes,
+    RelatedView,
+    ReviewView,
+    SourceView,
+    Stamp,
+    Withdrawal,
+)
+
+Handler = Callable[[ClaimPage, Event, Stamp], None]
+
+
+def apply(page: ClaimPage | None, event: Event, seq: int, at: datetime) -> ClaimPage | None:
+    """Fold one event into the claim's page (None until the claim is drafted)."""
+    stamp = Stamp(by=event.actor, at=at, seq=seq)
+    if isinstance(event, ClaimDrafted):
+        page = page if page is not None else _drafted(event, stamp)
+    elif page is not None:
+        HANDLERS[type(event)](page, event, stamp)
+    else:
+        return None  # an event for a claim never drafted changes no page
+    page.as_of_seq, page.as_of_time = seq, at
+    _derive(page)
+    return page
+
+
+def _drafted(event: ClaimDrafted, stamp: Stamp) -> ClaimPage:
+    return ClaimPage(
+        claim_id=event.claim_id,
+        slug=event.slug,
+        statement=event.statement,
+        capability=event.capability,
+        technique=event.technique,
+        observed_on=event.observed_on,
+        origin_paper=event.origin_paper,
+        notes=Notes(
+            drafted=stamp,
+            drafted_by_model=event.actor.kind is ActorKind.MODEL,
+            drafted_confidence=event.drafted_confidence,
+            falsifier_as_drafted=event.falsifier,
+            falsifier_now=event.falsifier,
+        ),
+        as_of_seq=stamp.seq,
+        as_of_time=stamp.at,
+    )
+
+
+def _revised(page: ClaimPage, event: ClaimRevised, stamp: Stamp) -> None:
+    for name in ("statement", "capability", "observed_on", "technique"):
+        value = getattr(event, name)
+        if value is not None:
+            setattr(page, name, value)
+    if event.falsifier is not None:
+        page.notes.falsifier_now = event.falsifier
+    page.revision += 1
+
+
+def _retracted(page: ClaimPage, event: ClaimRetracted, stamp: Stamp) -> None:
+    page.status.lifecycle = "retracted"
+    page.status.retraction_reason = event.reason
+
+
+def _superseded(page: ClaimPage, event: ClaimSuperseded, stamp: Stamp) -> None:
+    page.status.lifecycle = "superseded"
+    page.status.superseded_by = event.superseded_by
+
+
+def _source_attached(page: ClaimPage, event: SourceAttached, stamp: Stamp) -> None:
+    if _find(page.sources, "source_id", event.source_id) is None:
+        fields = event.model_dump(include={"source_id", "relation", "citation", "measured", "breadth", "truncated"})
+        page.sources.append(SourceView(**fields, brought=stamp))
+
+
+def _source_corrected(page: ClaimPage, event: SourceCorrected, stamp: Stamp) -> None:
+    source = _find(page.sources, "source_id", event.source_id)
+    if source is None:
+        return
+    changed = event.model_dump(include={"relation", "citation", "measured", "breadth"}, exclude_none=True)
+    for name, value in changed.items():
+        setattr(source, name, value)
+    source.corrections.append(Correction(stamp=stamp, changed=changed, reason=event.reason))
+
+
+def _source_withdrawn(page: ClaimPage, event: SourceWithdrawn, stamp: Stamp) -> None:
+    source = _find(page.sources, "source_id", event.source_id)
+    if source is not None and source.state == "active":
+        source.state = "withdrawn"
+        source.withdrawn = Withdrawal(stamp=stamp, reason=event.reason)
+
+
+def _disagreement_filed(page: ClaimPage, event: DisagreementFiled, stamp: Stamp) -> None:
+    if _find(page.disagreements, "disagreement_id", event.disagreement_id) is None:
+        fields = event.model_dump(include={"disagreement_id", "argument", "source_id", "evidence"})
+        page.disagreements.append(DisagreementView(**fields, filed=stamp))
+
+
+def _disagreement_answered(page: ClaimPage, event: DisagreementAnswered, stamp: Stamp) -> None:
+    disagreement = _find(page.disagreements, "disagreement_id", event.disagreement_id)
+    if disagreement is not None:
+        disagreement.answers.append(Answer(stamp=stamp, answer=event.answer))
+
+
+def _disagreement_resolved(page: ClaimPage, event: DisagreementResolved, stamp: Stamp) -> None:
+    disagreement = _find(page.disagreements, "disagreement_id", event.disagreement_id)
+    if disagreement is not None and disagreement.state == "open":
+        disagreement.state = "resolved"
+        disagreement.outcome = event.outcome
+        disagreement.resolved = stamp
+        disagreement.resolution_note = event.note
+
+
+def _review_recorded(page: ClaimPage, event: ReviewRecorded, stamp: Stamp) -> None:
+    if _find(page.reviews, "review_id", event.review_id) is None:
+        fields = event.model_dump(
+            include={"review_id", "reviewer_kind", "verdict", "confidence", "revision", "summary"}
+        )
+        page.reviews.append(ReviewView(**fields, recorded=stamp))
+
+
+def _review_withdrawn(page: ClaimPage, event: ReviewWithdrawn, stamp: Stamp) -> None:
+    review = _find(page.reviews, "review_id", event.review_id)
+    if review is not None and review.state == "active":
+        review.state = "withdrawn"
+        review.withdrawn = Withdrawal(stamp=stamp, reason=event.reason)
+
+
+def _related(page: ClaimPage, event: ClaimsRelated, stamp: Stamp) -> None:
+    key = event.related_key
+    page.related = [r for r in page.related if r.key != key]
+    fields = event.model_dump(include={"statement", "capability", "review_label", "rank"})
+    page.related.append(RelatedView(key=key, claim_id=event.related_claim_id, **fields, related=stamp))
+    page.related.sort(key=lambda r: (r.rank is None, r.rank or 0, r.related.seq))
+
+
+def _unrelated(page: ClaimPage, event: ClaimsUnrelated, stamp: Stamp) -> None:
+    page.related = [r for r in page.related if r.key != event.related_key]
+
+
+def _find(items: list, attribute: str, value: str):
+    return next((item for item in items if getattr(item, attribute) == value), None)
+
+
+def _derive(page: ClaimPage) -> None:
+    """Recompute counts and status from the page's lists."""
+    counts, status = page.counts, page.status
+    active = [s for s in page.sources if s.state == "active"]
+    counts.sources_by_relation = {r: sum(1 for s in active if s.relation == r) for r in RELATIONS}
+    counts.sources_active = len(active)
+    counts.sources_withdrawn = len(page.sources) - len(active)
+    counts.disagreements_open = sum(1 for d in page.disagreements if d.state == "open")
+    counts.disagreements_resolved = len(page.disagreements) - counts.disagreements_open
+    live = [r for r in page.reviews if r.state == "active"]
+    counts.reviews_person = sum(1 for r in live if r.reviewer_kind == "person")
+    counts.reviews_ai = len(live) - counts.reviews_person
+    status.person_review = counts.reviews_person > 0
+    status.ai_review = counts.reviews_ai > 0
+    status.review_state = review_label(status.person_review, status.ai_review)
+    status.unreviewed_model_draft = page.notes.drafted_by_model and not live
+    eligible = status.lifecycle == "active" and not status.unreviewed_model_draft
+    status.counts_toward_scorecard = status.moves_standing = eligible
+
+
+def review_label(person: bool, ai: bool) -> str:
+    """The review label the registry shows next to a claim."""
+    if person:
+        return "reviewed by a person"
+    return "reviewed by AI" if ai else "unreviewed"
+
+
+HANDLERS: dict[type[Event], Handler] = {
+    ClaimRevised: _revised,
+    ClaimRetracted: _retracted,
+    ClaimSuperseded: _superseded,
+    SourceAttached: _source_attached,
+    SourceCorrected: _source_corrected,
+    SourceWithdrawn: _source_withdrawn,
+    DisagreementFiled: _disagreement_filed,
+    DisagreementAnswered: _disagreement_answered,
+    DisagreementResolved: _disagreement_resolved,
+    ReviewRecorded: _review_recorded,
+    ReviewWithdrawn: _review_withdrawn,
+    ClaimsRelated: _related,
+    ClaimsUnrelated: _unrelated,
+}
+
+
+def fold(records: Iterable[Record]) -> ClaimPage | None:
+    """A claim's page from its records in log order (the same code the projector runs)."""
+    page = None
+    for record in records:
+        page = apply(page, record.event, record.seq, record.at)
+    return page

@@ -1,0 +1,90 @@
+"""The claim-pages projection: one row per claim holding its page, with the columns lists filter on."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, select
+
+from events.relation import statement_key
+from projections.base import Record
+from projections.claim_page import apply
+from projections.page_model import ClaimPage
+from projections.sql import chunks, upsert
+from projections.tables import claim_pages
+
+CACHE_PAGES = 20_000
+
+
+class ClaimPagesProjection:
+    """Folds every event into its claim's page; keeps recently touched pages in memory between batches."""
+
+    name = "claim_pages"
+    version = 1
+    tables = (claim_pages,)
+
+    def __init__(self) -> None:
+        self._cache: OrderedDict[str, ClaimPage] = OrderedDict()
+
+    def apply_batch(self, conn: Connection, records: Sequence[Record]) -> None:
+        """Load the touched pages, fold the batch into them and write them back in one upsert."""
+        pages = self._load(conn, list(dict.fromkeys(r.event.claim_id for r in records)))
+        for record in records:
+            claim_id = record.event.claim_id
+            pages[claim_id] = apply(pages.get(claim_id), record.event, record.seq, record.at)
+        upsert(conn, claim_pages, [page_row(p) for p in pages.values() if p is not None])
+        for claim_id, page in pages.items():
+            if page is not None:
+                self._remember(claim_id, page)
+
+    def forget(self) -> None:
+        """Drop cached pages (the batch that changed them rolled back)."""
+        self._cache.clear()
+
+    def _load(self, conn: Connection, claim_ids: list[str]) -> dict[str, ClaimPage | None]:
+        pages: dict[str, ClaimPage | None] = {}
+        missing = []
+        for claim_id in claim_ids:
+            cached = self._cache.get(claim_id)
+            if cached is None:
+                missing.append(claim_id)
+            pages[claim_id] = cached
+        for chunk in chunks(missing):
+            query = select(claim_pages.c.claim_id, claim_pages.c.doc).where(claim_pages.c.claim_id.in_(chunk))
+            for claim_id, doc in conn.execute(query):
+                pages[claim_id] = ClaimPage.model_validate_json(doc)
+        return pages
+
+    def _remember(self, claim_id: str, page: ClaimPage) -> None:
+        self._cache[claim_id] = page
+        self._cache.move_to_end(claim_id)
+        while len(self._cache) > CACHE_PAGES:
+            self._cache.popitem(last=False)
+
+
+def page_row(page: ClaimPage) -> dict:
+    """The claim_pages row for a page."""
+    counts, status = page.counts, page.status
+    return {
+        "claim_id": page.claim_id,
+        "slug": page.slug,
+        "statement": page.statement,
+        "statement_key": statement_key(page.statement),
+        "capability": page.capability,
+        "technique": page.technique,
+        "lifecycle": status.lifecycle,
+        "review_state": status.review_state,
+        "revision": page.revision,
+        "counts_toward_scorecard": status.counts_toward_scorecard,
+        "sources_active": counts.sources_active,
+        "sources_withdrawn": counts.sources_withdrawn,
+        "sources_contradicting": counts.sources_by_relation.get("contradicts", 0),
+        "disagreements_open": counts.disagreements_open,
+        "disagreements_resolved": counts.disagreements_resolved,
+        "reviews_person": counts.reviews_person,
+        "reviews_ai": counts.reviews_ai,
+        "first_seq": page.notes.drafted.seq,
+        "last_seq": page.as_of_seq,
+        "doc": page.model_dump_json(),
+    }

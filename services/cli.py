@@ -1,0 +1,114 @@
+"""The ``claimlog`` command: run the services, ingest pages, migrate, export the event schemas."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+
+from services.settings import Settings
+
+app = typer.Typer(help="claimlog: the event-sourced registry of research claims.", no_args_is_help=True)
+db_app = typer.Typer(help="The read-model database.", no_args_is_help=True)
+schema_app = typer.Typer(help="The published event contract.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(schema_app, name="schema")
+console = Console(stderr=True)
+
+
+def _setup(level: str = "INFO") -> Settings:
+    logging.basicConfig(level=level, format="%(message)s", handlers=[RichHandler(console=console, show_path=False)])
+    return Settings()
+
+
+@app.command()
+def up(
+    sample: Annotated[bool, typer.Option(help="Also ingest the sample registry pages.")] = False,
+    host: Annotated[str | None, typer.Option(help="Read API host (default CLAIMLOG_API_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Read API port (default CLAIMLOG_API_PORT).")] = None,
+) -> None:
+    """Run everything: NATS (embedded unless CLAIMLOG_NATS_URL), migrations, projector and read API."""
+    from services.up import run_up
+
+    settings = _setup()
+    raise typer.Exit(run_up(settings, sample=sample, host=host or settings.api_host, port=port or settings.api_port))
+
+
+@app.command()
+def projector() -> None:
+    """Run the projector alone: fold the log into the read models until stopped."""
+    from services.projector.main import run_projector
+
+    asyncio.run(run_projector(_setup()))
+
+
+@app.command()
+def api(
+    host: Annotated[str | None, typer.Option(help="Host to bind (default CLAIMLOG_API_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to bind (default CLAIMLOG_API_PORT).")] = None,
+) -> None:
+    """Run the read API alone."""
+    import uvicorn
+
+    from services.db import make_engine, require_current
+    from services.read_api import create_app
+
+    settings = _setup()
+    engine = make_engine(settings.resolved_database_url())
+    require_current(engine)
+    uvicorn.run(create_app(engine), host=host or settings.api_host, port=port or settings.api_port, log_level="warning")
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Registry page files (text format).")] = None,
+    sample: Annotated[bool, typer.Option(help="Ingest the sample pages shipped with claimlog.")] = False,
+) -> None:
+    """Publish the events that produce registry pages; a page already in the log publishes nothing new."""
+    from services.ingest.cli import ingest_files
+    from services.ingest.pages import sample_pages
+
+    settings = _setup("WARNING")
+    files = list(paths or []) + (sample_pages() if sample else [])
+    if not files:
+        raise typer.BadParameter("name at least one page file, or use --sample")
+    raise typer.Exit(asyncio.run(ingest_files(settings, files, console)))
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
+    """Migrate the read-model schema (Alembic)."""
+    from services.db import make_engine, upgrade
+
+    settings = _setup()
+    engine = make_engine(settings.resolved_database_url())
+    upgrade(engine, revision)
+    console.print(f"database at {engine.url.render_as_string(hide_password=True)} is at revision {revision}")
+
+
+@schema_app.command("export")
+def schema_export(
+    out: Annotated[Path, typer.Option(help="Directory to write one JSON Schema per event into.")] = Path("schemas"),
+) -> None:
+    """Write the JSON Schema of every event, for producers in any language."""
+    from events.schema import event_schemas
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name, schema in event_schemas().items():
+        (out / f"{name}.json").write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
+    console.print(f"wrote {len(event_schemas())} schemas to {out}")
+
+
+def main() -> None:
+    """Entry point of the ``claimlog`` script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

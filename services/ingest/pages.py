@@ -1,0 +1,66 @@
+"""Import registry pages: parse every file first, then append each page's missing events atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from events import Actor, new_event_id
+from events.envelope import utc_now
+from projections.base import Record
+from projections.claim_page import fold
+from services.ingest.importer import REGISTRY_MODEL, ImportContext, decide_import
+from services.ingest.page_format import PageFormatError, RegistryPage, parse_page
+from services.log import ClaimLog, ConflictError
+
+SAMPLES = Path(__file__).parent / "samples"
+CONFLICT_RETRIES = 5
+
+
+@dataclass(frozen=True)
+class PageOutcome:
+    """What importing one file did."""
+
+    path: str
+    claim_id: str | None
+    published: int
+    last_seq: int | None = None
+    error: str | None = None
+
+
+def sample_pages() -> list[Path]:
+    """The registry pages shipped with claimlog as sample data."""
+    return sorted(SAMPLES.glob("*.txt"))
+
+
+def read_page(path: Path) -> RegistryPage:
+    """Parse one file, turning unreadable bytes into a format error that names the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise PageFormatError(str(path), 1, f"not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise PageFormatError(str(path), 1, f"cannot read the file: {error.strerror}") from None
+    return parse_page(text, str(path))
+
+
+async def import_page(
+    log: ClaimLog, page: RegistryPage, *, actor: Actor = REGISTRY_MODEL, clock: Callable[[], datetime] = utc_now
+) -> PageOutcome:
+    """Append what the log lacks of one page, retrying when another writer moved the claim meanwhile."""
+    for _ in range(CONFLICT_RETRIES):
+        stored = await log.read_claim(page.claim_id)
+        current = fold(Record(s.seq, s.stored_at, s.event) for s in stored)
+        ctx = ImportContext(actor=actor, now=clock(), correlation_id=new_event_id())
+        events = decide_import(page, current, ctx)
+        if not events:
+            return PageOutcome(page.path, page.claim_id, 0, stored[-1].seq if stored else None)
+        head_seq, head_hash = (stored[-1].seq, stored[-1].hash) if stored else (0, None)
+        try:
+            appended = await log.append(page.claim_id, events, expected_seq=head_seq, prev_hash=head_hash)
+        except ConflictError:
+            continue
+        return PageOutcome(page.path, page.claim_id, 0 if appended.duplicate else len(events), appended.last_seq)
+    raise ConflictError(page.claim_id, -1, f"still moving after {CONFLICT_RETRIES} attempts")

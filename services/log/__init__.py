@@ -1,0 +1,36 @@
+"""The only reader and writer of the claim log on NATS JetStream.
+
+Everything that touches JetStream goes through this package: the stream's configuration and its
+refusal of deletes and purges (``stream``), appends with message ids, per-claim expected sequences
+and atomic batches (``writer``), reads of one claim's events (``reader``) and the projector's
+durable pull consumer (``consumer``).
+"""
+
+from services.log.claim_log import ClaimLog
+from services.log.connection import connect
+from services.log.consumer import Delivery, DurableConsumer
+from services.log.errors import ConflictError, LogConfigError, LogError, PublishError
+from services.log.reader import ClaimHead, StoredEvent, claim_head, read_claim, stream_head
+from services.log.stream import StreamSpec, ensure_stream
+from services.log.writer import Appended, append, event_hash
+
+__all__ = [
+    "Appended",
+    "ClaimLog",
+    "ClaimHead",
+    "ConflictError",
+    "Delivery",
+    "DurableConsumer",
+    "LogConfigError",
+    "LogError",
+    "PublishError",
+    "StoredEvent",
+    "StreamSpec",
+    "append",
+    "claim_head",
+    "connect",
+    "ensure_stream",
+    "event_hash",
+    "read_claim",
+    "stream_head",
+]

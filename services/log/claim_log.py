@@ -1,0 +1,48 @@
+"""``ClaimLog``: the log as the rest of claimlog sees it, one connection and one stream."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nats.aio.client import Client
+
+from events import Event
+from services.log.consumer import DurableConsumer
+from services.log.reader import ClaimHead, StoredEvent, claim_head, read_claim, stream_head
+from services.log.stream import StreamSpec, ensure_stream
+from services.log.writer import Appended, append
+
+
+class ClaimLog:
+    """Appends and reads on one stream through one NATS connection."""
+
+    def __init__(self, nc: Client, spec: StreamSpec) -> None:
+        self.nc = nc
+        self.spec = spec
+        self.stream = spec.name
+
+    async def ensure(self) -> None:
+        """Create the stream, or refuse one that lets events be deleted or purged."""
+        await ensure_stream(self.nc, self.spec)
+
+    async def append(
+        self, claim_id: str, events: Sequence[Event], *, expected_seq: int, prev_hash: str | None
+    ) -> Appended:
+        """Append events to one claim atomically if its last event is still at ``expected_seq``."""
+        return await append(self.nc, claim_id, events, expected_seq=expected_seq, prev_hash=prev_hash)
+
+    async def read_claim(self, claim_id: str, *, up_to_seq: int | None = None) -> list[StoredEvent]:
+        """The claim's events in order."""
+        return await read_claim(self.nc, self.stream, claim_id, up_to_seq=up_to_seq)
+
+    async def claim_head(self, claim_id: str) -> ClaimHead:
+        """The claim's last sequence and hash."""
+        return await claim_head(self.nc, self.stream, claim_id)
+
+    async def head(self) -> int:
+        """The last sequence in the whole log."""
+        return await stream_head(self.nc, self.stream)
+
+    def consumer(self, name: str, *, max_batch: int) -> DurableConsumer:
+        """A durable consumer of every event, for a projector."""
+        return DurableConsumer(self.nc, self.stream, name, max_batch=max_batch)

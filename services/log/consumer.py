@@ -1,0 +1,139 @@
+"""The projector's durable pull consumer: takes what is there, never waits to fill a batch.
+
+FastStream's batch subscriber waits for a full batch or its timeout and, in 0.7.8, drops a partial
+batch when nats-py raises a plain ``asyncio.TimeoutError`` (see docs/architecture.md). This loop keeps
+pull requests outstanding, hands over every message already received as soon as one arrives, and
+acknowledges (ack-all) only what the caller has committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, ReplayPolicy
+from nats.js.errors import NotFoundError
+
+from events.subjects import ALL_EVENTS
+from services.log.errors import LogError
+
+log = logging.getLogger(__name__)
+HEARTBEAT = 2.0
+EXPIRES = 30.0
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One event delivered to the consumer."""
+
+    seq: int
+    subject: str
+    stored_at: datetime
+    data: bytes = field(repr=False)
+    reply: str = field(repr=False)
+
+
+class DurableConsumer:
+    """A durable, ack-all pull consumer over every claim subject, positioned by the caller's checkpoint."""
+
+    def __init__(self, nc: Client, stream: str, name: str, *, max_batch: int = 1000) -> None:
+        self._nc, self._stream, self._name, self._max_batch = nc, stream, name, max_batch
+        self._queue: asyncio.Queue[Msg] = asyncio.Queue()
+        self._owed = 0
+        self._sub = None
+
+    async def start(self, after_seq: int) -> None:
+        """(Re)create the durable consumer so it delivers every event after ``after_seq``."""
+        jsm = self._nc.jetstream()
+        try:
+            await jsm.delete_consumer(self._stream, self._name)
+        except NotFoundError:
+            pass
+        await jsm.add_consumer(self._stream, self._config(after_seq))
+        self._sub = await self._nc.subscribe(self._nc.new_inbox(), cb=self._queue.put)
+        self._owed = 0
+
+    def _config(self, after_seq: int) -> ConsumerConfig:
+        start = {"deliver_policy": DeliverPolicy.ALL}
+        if after_seq > 0:
+            start = {"deliver_policy": DeliverPolicy.BY_START_SEQUENCE, "opt_start_seq": after_seq + 1}
+        return ConsumerConfig(
+            durable_name=self._name,
+            filter_subject=ALL_EVENTS,
+            ack_policy=AckPolicy.ALL,
+            ack_wait=120,
+            max_ack_pending=self._max_batch * 4,
+            replay_policy=ReplayPolicy.INSTANT,
+            **start,
+        )
+
+    async def stop(self) -> None:
+        """Stop receiving; the durable consumer stays on the server."""
+        if self._sub is not None:
+            await self._sub.unsubscribe()
+            self._sub = None
+
+    async def next_batch(self, *, timeout: float | None = None) -> list[Delivery]:
+        """Every delivered event already here (up to the batch size), waiting only for the first one."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        batch: list[Delivery] = []
+        while not batch:
+            await self._top_up()
+            wait = 2 * HEARTBEAT if deadline is None else min(2 * HEARTBEAT, deadline - loop.time())
+            if wait <= 0:
+                return batch
+            try:
+                msg = await asyncio.wait_for(self._queue.get(), timeout=wait)
+            except (TimeoutError, asyncio.TimeoutError):
+                self._owed = 0  # no heartbeat either: the pull request was lost (reconnect); ask again
+                continue
+            self._take(msg, batch)
+            while len(batch) < self._max_batch and not self._queue.empty():
+                self._take(self._queue.get_nowait(), batch)
+        return batch
+
+    async def ack_through(self, delivery: Delivery) -> None:
+        """Acknowledge this delivery and every one before it (call only after they are committed)."""
+        await self._nc.publish(delivery.reply, b"+ACK")
+
+    async def pending(self) -> int:
+        """Events in the log not yet delivered to this consumer: its lag."""
+        info = await self._nc.jetstream().consumer_info(self._stream, self._name)
+        return info.num_pending
+
+    async def _top_up(self) -> None:
+        if self._sub is None:
+            raise LogError("the consumer is not started")
+        if self._owed >= self._max_batch:
+            return
+        request = {
+            "batch": self._max_batch,
+            "expires": int(EXPIRES * 1e9),
+            "idle_heartbeat": int(HEARTBEAT * 1e9),
+        }
+        subject = f"$JS.API.CONSUMER.MSG.NEXT.{self._stream}.{self._name}"
+        await self._nc.publish(subject, json.dumps(request).encode(), reply=self._sub.subject)
+        self._owed += self._max_batch
+
+    def _take(self, msg: Msg, batch: list[Delivery]) -> None:
+        status = (msg.headers or {}).get("Status") if msg.headers else None
+        if status is None:
+            self._owed -= 1
+            meta = msg.metadata
+            batch.append(Delivery(meta.sequence.stream, msg.subject, meta.timestamp, msg.data, msg.reply))
+            return
+        if status == "100":
+            return  # idle heartbeat
+        if status in ("404", "408"):
+            self._owed -= int(msg.headers.get("Nats-Pending-Messages", self._max_batch))
+            return
+        if status == "409" and "Deleted" in str(msg.headers.get("Description", "")):
+            raise LogError(f"consumer {self._name} was deleted on the server")
+        log.info("pull request ended: %s %s", status, msg.headers.get("Description"))
+        self._owed = 0

@@ -1,0 +1,151 @@
+"""Consume, apply, commit with the checkpoint, then ack: effects at the edge, exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, Engine, insert, select, update
+import nats.errors
+import nats.js.errors
+from sqlalchemy.exc import OperationalError
+
+from events import UnknownEventError, decode
+from projections.base import Projection, Record
+from projections.tables import checkpoints, unreadable_events
+from services.log import ClaimLog, Delivery, DurableConsumer, LogError
+
+log = logging.getLogger(__name__)
+# Failures that pass: the database or NATS is restarting. Anything else stops the projector.
+TRANSIENT = (OperationalError, nats.errors.Error, nats.js.errors.Error, LogError, TimeoutError)
+
+
+class FencingError(RuntimeError):
+    """Another projector moved the checkpoint: this one must stop writing."""
+
+
+@dataclass
+class Progress:
+    """What the projector has applied so far."""
+
+    checkpoint: int = 0
+    applied: int = 0
+    unreadable: int = 0
+
+
+class Projector:
+    """Keeps a set of projections up to date with the log."""
+
+    def __init__(self, log_: ClaimLog, engine: Engine, projections: Sequence[Projection], *, name: str, batch: int) -> None:
+        self._log, self._engine, self._projections = log_, engine, list(projections)
+        self._name, self._batch = name, batch
+        self.progress = Progress()
+        self.caught_up = asyncio.Event()
+
+    def load_checkpoint(self) -> int:
+        """The last sequence every projection has applied, registering new projections at 0."""
+        with self._engine.begin() as conn:
+            known = dict(conn.execute(select(checkpoints.c.name, checkpoints.c.last_seq)).all())
+            for projection in self._projections:
+                if projection.name not in known:
+                    conn.execute(insert(checkpoints).values(name=projection.name, version=projection.version, last_seq=0))
+                    known[projection.name] = 0
+        positions = {known[p.name] for p in self._projections}
+        if len(positions) != 1:
+            raise RuntimeError(f"projections are at different positions {sorted(positions)}: rebuild them with replay")
+        self.progress.checkpoint = positions.pop()
+        return self.progress.checkpoint
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Apply events until ``stop`` is set, retrying with backoff when the database is unavailable."""
+        delay = 0.1
+        while not stop.is_set():
+            try:
+                await self._consume(stop)
+            except TRANSIENT as error:
+                log.warning("%s: %s; retrying in %.1fs", type(error).__name__, error, delay)
+                self._forget()
+                await _sleep_unless(stop, delay)
+                delay = min(delay * 2, 5.0)
+
+    async def run_until(self, seq: int, *, timeout: float = 120.0) -> None:
+        """Apply events until the checkpoint reaches ``seq`` (for catch-up, tests and tools)."""
+        stop = asyncio.Event()
+        task = asyncio.create_task(self.run(stop))
+        try:
+            async with asyncio.timeout(timeout):
+                while self.progress.checkpoint < seq:
+                    if task.done():
+                        task.result()
+                    await asyncio.sleep(0.005)
+        finally:
+            stop.set()
+            await task
+
+    async def _consume(self, stop: asyncio.Event) -> None:
+        checkpoint = await asyncio.to_thread(self.load_checkpoint)
+        consumer = self._log.consumer(self._name, max_batch=self._batch)
+        await consumer.start(checkpoint)
+        try:
+            while not stop.is_set():
+                deliveries = await consumer.next_batch(timeout=0.25)
+                if deliveries:
+                    await self._apply(consumer, deliveries)
+                elif self.progress.checkpoint >= await self._log.head():
+                    self.caught_up.set()
+        finally:
+            await consumer.stop()
+
+    async def _apply(self, consumer: DurableConsumer, deliveries: list[Delivery]) -> None:
+        fresh = [d for d in deliveries if d.seq > self.progress.checkpoint]
+        if fresh:
+            try:
+                await asyncio.to_thread(self._commit, fresh)
+            except BaseException:
+                self._forget()
+                raise
+        await consumer.ack_through(deliveries[-1])
+
+    def _commit(self, deliveries: list[Delivery]) -> None:
+        records, unreadable = [], []
+        for delivery in deliveries:
+            try:
+                records.append(Record(delivery.seq, delivery.stored_at, decode(delivery.data)))
+            except UnknownEventError as error:
+                unreadable.append({"seq": delivery.seq, "subject": delivery.subject, "reason": str(error)})
+                log.error("unreadable event at sequence %s (%s): %s", delivery.seq, delivery.subject, error)
+        new_checkpoint = deliveries[-1].seq
+        with self._engine.begin() as conn:
+            for projection in self._projections:
+                projection.apply_batch(conn, records)
+            if unreadable:
+                conn.execute(insert(unreadable_events), unreadable)
+            self._advance(conn, new_checkpoint)
+        self.progress.checkpoint = new_checkpoint
+        self.progress.applied += len(records)
+        self.progress.unreadable += len(unreadable)
+
+    def _advance(self, conn: Connection, new_checkpoint: int) -> None:
+        names = [p.name for p in self._projections]
+        moved = conn.execute(
+            update(checkpoints)
+            .where(checkpoints.c.name.in_(names), checkpoints.c.last_seq == self.progress.checkpoint)
+            .values(last_seq=new_checkpoint)
+        ).rowcount
+        if moved != len(names):
+            raise FencingError(
+                f"checkpoint of {names} is no longer at {self.progress.checkpoint}: another projector is writing"
+            )
+
+    def _forget(self) -> None:
+        for projection in self._projections:
+            projection.forget()
+
+
+async def _sleep_unless(stop: asyncio.Event, delay: float) -> None:
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=delay)
+    except TimeoutError:
+        pass

@@ -1,0 +1,61 @@
+"""The read API's SQL: one indexed read per claim page, keyset pages for listings."""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, or_, select
+
+from projections.page_model import ClaimPage
+from projections.tables import checkpoints, claim_pages
+
+SUMMARY_COLUMNS = (
+    claim_pages.c.claim_id,
+    claim_pages.c.slug,
+    claim_pages.c.statement,
+    claim_pages.c.capability,
+    claim_pages.c.lifecycle,
+    claim_pages.c.review_state,
+    claim_pages.c.revision,
+    claim_pages.c.counts_toward_scorecard,
+    claim_pages.c.sources_active,
+    claim_pages.c.sources_withdrawn,
+    claim_pages.c.disagreements_open,
+    claim_pages.c.last_seq,
+)
+
+
+def claim_page(conn: Connection, key: str) -> ClaimPage | None:
+    """A claim's page by id or slug, with related claims resolved to pages by their statements."""
+    doc = conn.execute(
+        select(claim_pages.c.doc).where(or_(claim_pages.c.claim_id == key, claim_pages.c.slug == key)).limit(1)
+    ).scalar()
+    if doc is None:
+        return None
+    page = ClaimPage.model_validate_json(doc)
+    _resolve_related(conn, page)
+    return page
+
+
+def _resolve_related(conn: Connection, page: ClaimPage) -> None:
+    unresolved = {r.key: r for r in page.related if r.claim_id is None}
+    if not unresolved:
+        return
+    query = select(claim_pages.c.statement_key, claim_pages.c.claim_id).where(
+        claim_pages.c.statement_key.in_(list(unresolved))
+    )
+    for key, claim_id in conn.execute(query):
+        unresolved[key].claim_id = claim_id
+
+
+def claim_summaries(conn: Connection, *, after: str | None, limit: int, capability: str | None) -> list[dict]:
+    """Up to ``limit`` claim summaries in claim-id order, after the claim id ``after``."""
+    query = select(*SUMMARY_COLUMNS).order_by(claim_pages.c.claim_id).limit(limit)
+    if after is not None:
+        query = query.where(claim_pages.c.claim_id > after)
+    if capability is not None:
+        query = query.where(claim_pages.c.capability == capability)
+    return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def positions(conn: Connection) -> dict[str, int]:
+    """Each projection's last applied log sequence."""
+    return dict(conn.execute(select(checkpoints.c.name, checkpoints.c.last_seq)).all())

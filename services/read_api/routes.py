@@ -1,0 +1,95 @@
+"""Routes of the read API. Thin: parse the request, run one query, shape the answer."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from sqlalchemy import text
+
+from events.envelope import CLAIM_ID_PATTERN
+from projections.page_model import ClaimPage
+from services.read_api import queries
+from services.read_api.deps import Conn
+from services.read_api.errors import ErrorBody, bad_request, not_found
+
+router = APIRouter()
+
+
+class ClaimSummary(BaseModel):
+    """One line of a claim listing."""
+
+    claim_id: str
+    slug: str
+    statement: str
+    capability: str
+    lifecycle: str
+    review_state: str
+    revision: int
+    counts_toward_scorecard: bool
+    sources_active: int
+    sources_withdrawn: int
+    disagreements_open: int
+    last_seq: int
+
+
+class ClaimList(BaseModel):
+    """A page of claims and the cursor to the next page (None at the end)."""
+
+    items: list[ClaimSummary]
+    next_cursor: str | None
+
+
+@router.get("/claims/{claim_key}", response_model=ClaimPage, responses={404: {"model": ErrorBody}}, tags=["claims"])
+def get_claim(claim_key: str, conn: Conn) -> ClaimPage:
+    """The claim page, by claim id (CLM-0338) or slug."""
+    page = queries.claim_page(conn, claim_key)
+    if page is None:
+        raise not_found("claim", claim_key)
+    return page
+
+
+@router.get("/claims", response_model=ClaimList, responses={400: {"model": ErrorBody}}, tags=["claims"])
+def list_claims(
+    conn: Conn,
+    limit: int = Query(50, ge=1, le=200, description="Claims per page."),
+    cursor: str | None = Query(None, max_length=64, description="next_cursor of the previous page."),
+    capability: str | None = Query(None, max_length=500, description="Only claims of this capability."),
+) -> ClaimList:
+    """Claims in id order, a page at a time."""
+    after = _decode_cursor(cursor) if cursor else None
+    rows = queries.claim_summaries(conn, after=after, limit=limit + 1, capability=capability)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = _encode_cursor(rows[-1]["claim_id"]) if more else None
+    return ClaimList(items=[ClaimSummary(**row) for row in rows], next_cursor=next_cursor)
+
+
+@router.get("/health", tags=["operations"])
+def health(conn: Conn) -> JSONResponse:
+    """Whether the read models can be read, and how far each projection has applied the log."""
+    try:
+        conn.execute(text("SELECT 1"))
+        projections = queries.positions(conn)
+    except Exception as error:  # noqa: BLE001 - health reports any failure as unavailable
+        body = {"status": "unavailable", "database": type(error).__name__}
+        return JSONResponse(body, status_code=503)
+    return JSONResponse({"status": "ok", "database": "ok", "projections": projections})
+
+
+def _encode_cursor(claim_id: str) -> str:
+    return base64.urlsafe_b64encode(claim_id.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> str:
+    try:
+        claim_id = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        claim_id = ""
+    if not re.fullmatch(CLAIM_ID_PATTERN, claim_id):
+        raise bad_request("bad_cursor", "cursor is not one this API returned; start again without it")
+    return claim_id

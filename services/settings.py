@@ -1,0 +1,38 @@
+"""The one settings object: read from CLAIMLOG_* environment variables once per process, then passed down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from events.subjects import DEFAULT_STREAM
+
+
+class Settings(BaseSettings):
+    """Where the log and the read models live, and how the services run."""
+
+    model_config = SettingsConfigDict(env_prefix="CLAIMLOG_", extra="ignore")
+
+    data_dir: Path = Field(default=Path(".claimlog"), description="Embedded NATS store and SQLite file live here.")
+    nats_url: str | None = Field(default=None, description="A NATS server or cluster; unset starts the embedded one.")
+    nats_sync: str = Field(
+        default="always",
+        pattern=r"^(always|[0-9]+(ms|s|m))$",
+        description="Embedded server: when JetStream flushes to disk (always = before acknowledging).",
+    )
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL; unset uses SQLite in data_dir.")
+    stream: str = Field(default=DEFAULT_STREAM, pattern=r"^[A-Za-z0-9_-]+$")
+    stream_replicas: int = Field(default=1, ge=1, le=5)
+    duplicate_window_seconds: float = Field(default=300.0, ge=120.0)
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(default=8000, ge=0, le=65535)
+    projector_name: str = Field(default="projector", pattern=r"^[A-Za-z0-9_-]+$")
+    projector_batch: int = Field(default=1000, ge=1, le=10_000)
+
+    def resolved_database_url(self) -> str:
+        """The database URL, defaulting to SQLite in the data directory."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'claimlog.sqlite3').resolve()}"

@@ -1,0 +1,90 @@
+"""``claimlog up``: start NATS (embedded by default), migrate, supervise the projector and read API."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import httpx
+from rich.console import Console
+from rich.panel import Panel
+
+from services.db import make_engine, upgrade
+from services.embedded import EmbeddedNats, running_url
+from services.ingest.cli import ingest_files
+from services.ingest.pages import sample_pages
+from services.runtime import open_log
+from services.settings import Settings
+from services.supervisor import Child, Supervisor, child_env, service_argv
+
+log = logging.getLogger(__name__)
+console = Console()
+
+
+def run_up(settings: Settings, *, sample: bool, host: str, port: int) -> int:
+    """Run claimlog until SIGINT or SIGTERM; returns the exit code."""
+    embedded = None
+    url = settings.nats_url or running_url(settings.data_dir)
+    if url is None:
+        embedded = EmbeddedNats(settings.data_dir, sync=settings.nats_sync)
+        url = embedded.start()
+    settings = settings.model_copy(update={"nats_url": url})
+    supervisor = None
+    try:
+        engine = make_engine(settings.resolved_database_url())
+        upgrade(engine)
+        engine.dispose()
+        asyncio.run(_ensure_stream(settings))
+        children = [
+            Child("projector", service_argv("projector")),
+            Child("api", service_argv("api", "--host", host, "--port", str(port))),
+        ]
+        supervisor = Supervisor(children, child_env(url))
+        supervisor.start()
+        base = f"http://{host}:{port}"
+        _wait_healthy(base, supervisor)
+        if sample and not supervisor.stopping:
+            asyncio.run(ingest_files(settings, sample_pages(), console))
+        _announce(settings, url, base, embedded is not None)
+        supervisor.watch()
+        return 0
+    finally:
+        if supervisor is not None:
+            supervisor.stop()
+        if embedded is not None:
+            embedded.stop()
+        console.print("claimlog stopped")
+
+
+async def _ensure_stream(settings: Settings) -> None:
+    async with open_log(settings, client_name="claimlog-up"):
+        pass
+
+
+def _wait_healthy(base: str, supervisor: Supervisor, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not supervisor.stopping:
+        try:
+            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    if not supervisor.stopping:
+        raise RuntimeError(f"the read API did not answer on {base}/health within {timeout}s")
+
+
+def _announce(settings: Settings, nats_url: str, base: str, embedded: bool) -> None:
+    where = "embedded nats-server" if embedded else "NATS"
+    console.print(
+        Panel.fit(
+            f"read API   {base}  (docs: {base}/docs)\n"
+            f"a claim    {base}/claims/CLM-0338\n"
+            f"log        {where} at {nats_url}, stream {settings.stream}\n"
+            f"database   {settings.resolved_database_url()}\n"
+            f"data dir   {settings.data_dir.resolve()}\n\n"
+            "Ctrl-C stops everything.",
+            title="claimlog is up",
+        )
+    )
