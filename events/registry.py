@@ -54,16 +54,23 @@ def encode(event: Event) -> bytes:
 def decode(data: bytes) -> Event:
     """Bytes from the log to an event, upcasting older schema versions on the way."""
     try:
-        return _ADAPTER.validate_json(data)
+        event = _ADAPTER.validate_json(data)
     except ValidationError as fast_path_error:
         raw = _parse_object(data)
         upcast = _upcast(raw)
         if upcast is raw:
             raise UnknownEventError(_describe(raw, fast_path_error)) from None
+        return _validate(upcast)
+    if event.schema_version == CURRENT_VERSION[event.type]:
+        return event
+    return _validate(_upcast(_parse_object(data)))
+
+
+def _validate(raw: dict[str, Any]) -> Event:
     try:
-        return _ADAPTER.validate_python(upcast)
+        return _ADAPTER.validate_python(raw)
     except ValidationError as error:
-        raise UnknownEventError(_describe(upcast, error)) from None
+        raise UnknownEventError(_describe(raw, error)) from None
 
 
 def _parse_object(data: bytes) -> dict[str, Any]:

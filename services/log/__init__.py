@@ -12,7 +12,8 @@ from services.log.consumer import Delivery, DurableConsumer
 from services.log.errors import ConflictError, LogConfigError, LogError, PublishError
 from services.log.reader import ClaimHead, StoredEvent, claim_head, read_claim, stream_head
 from services.log.stream import StreamSpec, ensure_stream
-from services.log.writer import Appended, append, event_hash
+from services.log.chain import event_hash
+from services.log.writer import Appended, append
 
 __all__ = [
     "Appended",

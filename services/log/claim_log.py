@@ -29,11 +29,13 @@ class ClaimLog:
         self, claim_id: str, events: Sequence[Event], *, expected_seq: int, prev_hash: str | None
     ) -> Appended:
         """Append events to one claim atomically if its last event is still at ``expected_seq``."""
-        return await append(self.nc, claim_id, events, expected_seq=expected_seq, prev_hash=prev_hash)
+        return await append(self.nc, self.stream, claim_id, events, expected_seq=expected_seq, prev_hash=prev_hash)
 
-    async def read_claim(self, claim_id: str, *, up_to_seq: int | None = None) -> list[StoredEvent]:
-        """The claim's events in order."""
-        return await read_claim(self.nc, self.stream, claim_id, up_to_seq=up_to_seq)
+    async def read_claim(
+        self, claim_id: str, *, after_seq: int = 0, up_to_seq: int | None = None
+    ) -> list[StoredEvent]:
+        """The claim's events in log order, optionally a window of them."""
+        return await read_claim(self.nc, self.stream, claim_id, after_seq=after_seq, up_to_seq=up_to_seq)
 
     async def claim_head(self, claim_id: str) -> ClaimHead:
         """The claim's last sequence and hash."""

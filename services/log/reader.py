@@ -13,7 +13,7 @@ from nats.js.errors import NotFoundError
 from events import Event, decode
 from events.subjects import claim_filter
 from services.log.errors import LogError
-from services.log.writer import event_hash
+from services.log.chain import event_hash
 
 PAGE = 1000
 
@@ -26,6 +26,7 @@ class StoredEvent:
     subject: str
     stored_at: datetime
     data: bytes = field(repr=False)
+    msg_id: str | None = None
 
     @cached_property
     def event(self) -> Event:
@@ -71,14 +72,20 @@ async def stream_head(nc: Client, stream: str) -> int:
 
 
 async def read_claim(
-    nc: Client, stream: str, claim_id: str, *, up_to_seq: int | None = None, timeout: float = 5.0
+    nc: Client,
+    stream: str,
+    claim_id: str,
+    *,
+    after_seq: int = 0,
+    up_to_seq: int | None = None,
+    timeout: float = 5.0,
 ) -> list[StoredEvent]:
-    """Every event of one claim in log order, optionally only those at or before ``up_to_seq``."""
+    """The claim's events in log order, after ``after_seq`` and up to ``up_to_seq`` when given."""
     events: list[StoredEvent] = []
     inbox = nc.new_inbox()
     sub = await nc.subscribe(inbox)
     try:
-        start = 1
+        start = after_seq + 1
         while True:
             page, more = await _page(nc, sub, stream, claim_filter(claim_id), start, timeout)
             for stored in page:
@@ -112,5 +119,6 @@ async def _page(nc: Client, sub, stream: str, subject: str, start: int, timeout:
                 subject=headers["Nats-Subject"],
                 stored_at=parse_store_time(headers["Nats-Time-Stamp"]),
                 data=msg.data,
+                msg_id=headers.get("Nats-Msg-Id"),
             )
         )

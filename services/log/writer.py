@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from collections.abc import Sequence
@@ -12,9 +11,11 @@ from nats.aio.client import Client
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
-from events import Event, encode
+from events import Event
 from events.subjects import claim_filter, event_subject
+from services.log.chain import chain, event_hash
 from services.log.errors import ConflictError, PublishError
+from services.log.reader import read_claim
 
 WRONG_LAST_SEQUENCE = 10071
 BATCH_DUPLICATE_MSG_ID = 10201
@@ -26,31 +27,15 @@ class Appended:
     """What the log acknowledged for one append."""
 
     claim_id: str
-    first_seq: int | None  # None when the append was a retry of events already stored
+    first_seq: int | None  # None when JetStream deduplicated a retry without saying where the first copy is
     last_seq: int
-    duplicate: bool
+    duplicate: bool  # a retry: the events were already stored, nothing new was written
     last_hash: str
-
-
-def event_hash(data: bytes) -> str:
-    """The hash the next event of the claim records as its ``prev_hash``."""
-    return hashlib.sha256(data).hexdigest()
-
-
-def chain(events: Sequence[Event], prev_hash: str | None) -> list[tuple[Event, bytes]]:
-    """Link each event to the previous one of its claim and encode it, in order."""
-    linked = []
-    for event in events:
-        if event.prev_hash != prev_hash:
-            event = event.model_copy(update={"prev_hash": prev_hash})
-        data = encode(event)
-        linked.append((event, data))
-        prev_hash = event_hash(data)
-    return linked
 
 
 async def append(
     nc: Client,
+    stream: str,
     claim_id: str,
     events: Sequence[Event],
     *,
@@ -78,7 +63,28 @@ async def append(
             await nc.publish(event_subject(claim_id, event.type), data, headers=header)
     last_event, last_data = linked[-1]
     ack = await _request(nc, event_subject(claim_id, last_event.type), last_data, headers[-1], timeout)
-    return _appended(ack, claim_id, expected_seq, count=len(linked), last_hash=event_hash(last_data))
+    try:
+        return _appended(ack, claim_id, expected_seq, count=len(linked), last_hash=event_hash(last_data))
+    except (ConflictError, _AlreadyStored) as refusal:
+        retry = await _stored_before(nc, stream, claim_id, events, after_seq=expected_seq)
+        if retry is None:
+            if isinstance(refusal, ConflictError):
+                raise
+            raise PublishError(f"JetStream says the events for {claim_id} were stored, but they are not there") from None
+        return retry
+
+
+class _AlreadyStored(Exception):
+    """An atomic batch whose message ids the stream has already seen."""
+
+
+async def _stored_before(nc: Client, stream: str, claim_id: str, events: Sequence[Event], *, after_seq: int):
+    """An earlier append of exactly these events (a retry), found by their message ids; None if absent."""
+    wanted = [event.event_id for event in events]
+    stored = [s for s in await read_claim(nc, stream, claim_id, after_seq=after_seq) if s.msg_id in set(wanted)]
+    if [s.msg_id for s in stored] != wanted:
+        return None
+    return Appended(claim_id, stored[0].seq, stored[-1].seq, True, stored[-1].hash)
 
 
 def _headers(event: Event) -> dict[str, str]:
@@ -108,5 +114,5 @@ def _appended(ack: dict, claim_id: str, expected_seq: int, *, count: int, last_h
     if code == WRONG_LAST_SEQUENCE:
         raise ConflictError(claim_id, expected_seq, error.get("description", ""))
     if code == BATCH_DUPLICATE_MSG_ID:
-        return Appended(claim_id, None, 0, True, last_hash)
+        raise _AlreadyStored
     raise PublishError(f"JetStream refused the append to {claim_id}: {error.get('description')} (err_code {code})")

@@ -1,0 +1,113 @@
+"""The projector against a real nats-server, on SQLite and on PostgreSQL (one contract suite)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from projections.checksum import table_checksums
+from projections.registry import build_projections
+from projections.tables import claim_pages, unreadable_events
+from services.db import make_engine, upgrade
+from services.log import ClaimLog
+from services.projector import FencingError, Projector
+from services.read_api.queries import claim_page
+from tests.builders import attached, drafted, history, withdrawn
+from tests.conftest import random_claim_id, second_database
+
+
+async def project_all(claim_log: ClaimLog, engine: Engine, *, batch: int = 1000, name: str = "projector") -> Projector:
+    projector = Projector(claim_log, engine, build_projections(), name=name, batch=batch)
+    await projector.run_until(await claim_log.head())
+    return projector
+
+
+async def append_history(claim_log: ClaimLog, claim_id: str, events=None) -> None:
+    head = await claim_log.claim_head(claim_id)
+    await claim_log.append(claim_id, events or history(claim_id), expected_seq=head.seq, prev_hash=head.hash)
+
+
+@pytest.fixture
+def replay_engine(database_url: str, tmp_path: Path) -> Iterator[Engine]:
+    for url in second_database(database_url, tmp_path):
+        engine = make_engine(url)
+        upgrade(engine)
+        yield engine
+        engine.dispose()
+
+
+async def test_the_page_shows_what_the_log_says(claim_log: ClaimLog, engine: Engine, claim_id: str):
+    await append_history(claim_log, claim_id)
+    await project_all(claim_log, engine)
+    with engine.connect() as conn:
+        page = claim_page(conn, claim_id)
+    assert page.statement == f"Statement of {claim_id}."
+    assert [(s.source_id, s.state) for s in page.sources] == [("s1", "active"), ("s2", "withdrawn"), ("s3", "active")]
+    assert page.sources[2].measured == "Fixed." and page.sources[2].corrections[0].stamp.by.id == "ada"
+    assert page.counts.disagreements_open == 1 and page.counts.disagreements_resolved == 1
+    assert page.notes.falsifier_as_drafted == "A replication that finds no effect."
+    assert page.notes.falsifier_now == "A new falsifier."
+    assert page.as_of_seq == await claim_log.head()
+
+
+async def test_live_projection_in_small_batches_equals_a_clean_replay(
+    claim_log: ClaimLog, engine: Engine, replay_engine: Engine
+):
+    claims = [random_claim_id() for _ in range(5)]
+    for claim_id in claims:
+        await append_history(claim_log, claim_id)
+        await project_all(claim_log, engine, batch=3)
+    for claim_id in claims:
+        await append_history(claim_log, claim_id, [withdrawn(claim_id, "s1"), attached(claim_id, "s9", "qualifies")])
+    await project_all(claim_log, engine, batch=7)
+    await project_all(claim_log, replay_engine, batch=1000, name="replay")
+    with engine.connect() as live, replay_engine.connect() as replayed:
+        assert table_checksums(live) == table_checksums(replayed)
+        assert live.execute(select(func.count()).select_from(claim_pages)).scalar() == 5
+
+
+async def test_a_redelivered_batch_is_not_applied_twice(claim_log: ClaimLog, engine: Engine, claim_id: str):
+    await append_history(claim_log, claim_id)
+    projector = await project_all(claim_log, engine)
+    with engine.connect() as conn:
+        before = table_checksums(conn)
+    redelivering = claim_log.consumer("redelivery", max_batch=1000)
+    await redelivering.start(0)
+    deliveries = await redelivering.next_batch(timeout=5)
+    await redelivering.stop()
+    assert deliveries and deliveries[0].seq == 1
+    await projector._apply(redelivering, deliveries)
+    with engine.connect() as conn:
+        assert table_checksums(conn) == before
+
+
+async def test_a_second_projector_writing_the_same_tables_is_fenced_off(claim_log: ClaimLog, engine: Engine, claim_id: str):
+    await append_history(claim_log, claim_id, [drafted(claim_id)])
+    stale = Projector(claim_log, engine, build_projections(), name="stale", batch=100)
+    stale.load_checkpoint()
+    await project_all(claim_log, engine)
+    await append_history(claim_log, claim_id, [attached(claim_id, "late")])
+    consumer = claim_log.consumer("stale", max_batch=100)
+    await consumer.start(0)
+    deliveries = await consumer.next_batch(timeout=5)
+    with pytest.raises(FencingError, match="another projector is writing"):
+        await stale._apply(consumer, deliveries)
+    await consumer.stop()
+
+
+async def test_an_unreadable_event_is_recorded_and_later_events_still_project(
+    claim_log: ClaimLog, engine: Engine, claim_id: str
+):
+    await append_history(claim_log, claim_id, [drafted(claim_id)])
+    bad = await claim_log.nc.jetstream().publish(f"claims.{claim_id}.ClaimDrafted", b'{"type": "ClaimDrafted"}')
+    await append_history(claim_log, claim_id, [attached(claim_id, "after")])
+    await project_all(claim_log, engine)
+    with engine.connect() as conn:
+        rows = conn.execute(select(unreadable_events)).all()
+        page = claim_page(conn, claim_id)
+    assert [(r.seq, r.subject) for r in rows] == [(bad.seq, f"claims.{claim_id}.ClaimDrafted")]
+    assert "invalid ClaimDrafted" in rows[0].reason
+    assert [s.source_id for s in page.sources] == ["after"]

@@ -1,0 +1,102 @@
+"""The claim-page fold: what a page shows after each kind of event."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from events import Event
+from projections.base import Record
+from projections.claim_page import fold
+from tests.builders import (
+    MODEL,
+    PERSON,
+    attached,
+    drafted,
+    filed,
+    history,
+    resolved,
+    retracted,
+    review_withdrawn,
+    reviewed,
+    revised,
+    withdrawn,
+)
+
+CLAIM = "CLM-0001"
+
+
+def page_of(events: list[Event]):
+    return fold(Record(seq, datetime(2026, 11, 30, tzinfo=UTC), e) for seq, e in enumerate(events, start=1))
+
+
+def test_withdrawn_source_stays_on_the_page_but_leaves_the_counts():
+    page = page_of([drafted(CLAIM), attached(CLAIM, "s1"), attached(CLAIM, "s2"), withdrawn(CLAIM, "s1")])
+    assert [s.source_id for s in page.sources] == ["s1", "s2"]
+    assert page.sources[0].state == "withdrawn"
+    assert page.sources[0].withdrawn.stamp.by == PERSON
+    assert page.counts.sources_active == 1
+    assert page.counts.sources_withdrawn == 1
+    assert page.counts.sources_by_relation["validates"] == 1
+
+
+def test_every_source_keeps_who_brought_it():
+    page = page_of([drafted(CLAIM), attached(CLAIM, "s1", actor=PERSON)])
+    assert page.sources[0].brought.by == PERSON
+    assert page.sources[0].brought.seq == 2
+
+
+def test_unreviewed_model_draft_is_visible_but_does_not_count_toward_the_scorecard():
+    page = page_of([drafted(CLAIM, actor=MODEL)])
+    assert page.status.unreviewed_model_draft
+    assert not page.status.counts_toward_scorecard
+    assert not page.status.moves_standing
+    assert page.status.review_state == "unreviewed"
+
+
+def test_a_review_makes_a_model_draft_count_and_withdrawing_it_undoes_that():
+    reviewed_page = page_of([drafted(CLAIM), reviewed(CLAIM, "r1", "person")])
+    assert reviewed_page.status.counts_toward_scorecard
+    assert reviewed_page.status.review_state == "reviewed by a person"
+    page = page_of([drafted(CLAIM), reviewed(CLAIM, "r1", "person"), review_withdrawn(CLAIM, "r1")])
+    assert not page.status.counts_toward_scorecard
+    assert page.counts.reviews_person == 0
+
+
+def test_a_person_draft_counts_without_review():
+    page = page_of([drafted(CLAIM, actor=PERSON)])
+    assert page.status.counts_toward_scorecard
+
+
+def test_disagreements_move_from_open_to_resolved():
+    page = page_of([drafted(CLAIM), filed(CLAIM, "d1"), filed(CLAIM, "d2"), resolved(CLAIM, "d1", "upheld")])
+    assert page.counts.disagreements_open == 1
+    assert page.counts.disagreements_resolved == 1
+    assert page.disagreements[0].outcome == "upheld"
+
+
+def test_a_revision_keeps_the_falsifier_as_drafted():
+    page = page_of([drafted(CLAIM, falsifier="Original."), revised(CLAIM, falsifier="Revised.")])
+    assert page.revision == 2
+    assert page.notes.falsifier_as_drafted == "Original."
+    assert page.notes.falsifier_now == "Revised."
+
+
+def test_retracted_claim_leaves_the_scorecard_but_keeps_its_page():
+    page = page_of([drafted(CLAIM, actor=PERSON), attached(CLAIM), retracted(CLAIM)])
+    assert page.status.lifecycle == "retracted"
+    assert not page.status.counts_toward_scorecard
+    assert len(page.sources) == 1
+
+
+def test_events_before_the_draft_change_no_page():
+    assert page_of([attached(CLAIM)]) is None
+
+
+def test_counts_equal_the_lengths_of_their_lists_after_a_whole_history():
+    page = page_of(history(CLAIM))
+    active = [s for s in page.sources if s.state == "active"]
+    assert page.counts.sources_active == len(active) == 2
+    assert page.counts.sources_withdrawn == 1
+    assert page.counts.disagreements_open == 1 and page.counts.disagreements_resolved == 1
+    assert page.counts.reviews_ai == 1 and page.counts.reviews_person == 1
+    assert page.as_of_seq == len(history(CLAIM))

@@ -1,0 +1,88 @@
+"""The event contract: encoding, decoding, upcasting and the errors producers see."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pytest
+from pydantic import ValidationError
+
+from events import Actor, UnknownEventError, decode, encode
+from events import registry
+from events.claim import ClaimDrafted
+from tests.builders import attached, drafted, history, revised
+
+
+def test_every_event_survives_encoding_and_decoding():
+    for event in history("CLM-0001"):
+        assert decode(encode(event)) == event
+
+
+def test_an_unknown_type_is_named_in_the_error():
+    with pytest.raises(UnknownEventError, match="unknown event type 'ClaimExploded'"):
+        decode(b'{"type": "ClaimExploded"}')
+
+
+def test_a_bad_field_is_named_in_the_error():
+    data = json.loads(encode(drafted("CLM-0001")))
+    data["claim_id"] = "CLM-1;DROP"
+    with pytest.raises(UnknownEventError, match="invalid ClaimDrafted: claim_id"):
+        decode(json.dumps(data).encode())
+
+
+def test_a_schema_version_from_the_future_is_refused():
+    data = json.loads(encode(drafted("CLM-0001")))
+    data["schema_version"] = 99
+    with pytest.raises(UnknownEventError, match="newer than this code reads"):
+        decode(json.dumps(data).encode())
+
+
+def test_bytes_that_are_not_json_are_refused():
+    with pytest.raises(UnknownEventError, match="not JSON"):
+        decode(b"\xff\xfe not json")
+
+
+def test_an_older_schema_version_is_upcast_on_read(monkeypatch):
+    monkeypatch.setitem(registry.CURRENT_VERSION, "SourceAttached", 2)
+    monkeypatch.setitem(
+        registry.UPCASTERS, ("SourceAttached", 1), lambda raw: {**raw, "measured": raw["measured"].upper()}
+    )
+    stored = encode(attached("CLM-0001", measured="accuracy"))
+    upcast = decode(stored)
+    assert upcast.measured == "ACCURACY"
+    assert upcast.schema_version == 2
+    assert json.loads(stored)["measured"] == "accuracy"
+
+
+def test_a_model_actor_must_name_its_model():
+    with pytest.raises(ValidationError, match="must name its model"):
+        Actor(id="drafter", kind="model")
+
+
+def test_occurred_at_needs_a_time_zone():
+    with pytest.raises(ValidationError, match="needs a time zone"):
+        drafted("CLM-0001", occurred_at=datetime(2026, 11, 30, 12, 0))
+
+
+def test_a_revision_that_changes_nothing_is_refused():
+    with pytest.raises(ValidationError, match="must change at least one"):
+        revised("CLM-0001", reason="no change")
+
+
+def test_events_are_immutable():
+    event = drafted("CLM-0001")
+    with pytest.raises(ValidationError):
+        event.statement = "rewritten"  # type: ignore[misc]
+
+
+def test_unknown_fields_are_refused_rather_than_dropped():
+    data = json.loads(encode(drafted("CLM-0001")))
+    data["sneaky"] = 1
+    with pytest.raises(UnknownEventError, match="sneaky"):
+        decode(json.dumps(data).encode())
+
+
+def test_every_event_class_is_in_the_registry_once():
+    assert set(registry.EVENT_TYPES) == {cls.__name__ for cls in registry.EVENT_CLASSES}
+    assert ClaimDrafted in registry.EVENT_CLASSES

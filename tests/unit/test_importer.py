@@ -1,0 +1,54 @@
+"""Deciding which events a registry page needs, given the claim's current page."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from events.claim import ClaimDrafted, ClaimRevised
+from events.relation import ClaimsRelated
+from events.source import SourceAttached
+from projections.base import Record
+from projections.claim_page import fold
+from services.ingest.importer import REGISTRY_MODEL, ImportContext, decide_import
+from services.ingest.pages import read_page, sample_pages
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+CTX = ImportContext(actor=REGISTRY_MODEL, now=NOW, correlation_id="import-1")
+
+
+def sample(claim_id: str):
+    return next(read_page(p) for p in sample_pages() if p.stem == claim_id)
+
+
+def folded(events):
+    return fold(Record(seq, NOW, e) for seq, e in enumerate(events, start=1))
+
+
+def test_a_new_page_is_drafted_by_its_model_with_its_sources_and_related_claims():
+    events = decide_import(sample("CLM-0338"), None, CTX)
+    assert [type(e) for e in events] == [ClaimDrafted, SourceAttached] + [ClaimsRelated] * 5
+    assert all(e.actor == REGISTRY_MODEL and e.correlation_id == "import-1" for e in events)
+    assert events[0].drafted_confidence == "low"
+    assert [e.rank for e in events[2:]] == [1, 2, 3, 4, 5]
+
+
+def test_importing_the_same_page_again_decides_nothing():
+    page = sample("CLM-0338")
+    assert decide_import(page, folded(decide_import(page, None, CTX)), CTX) == []
+
+
+def test_a_changed_statement_becomes_a_revision_and_keeps_everything_else():
+    page = sample("CLM-0631")
+    current = folded(decide_import(page, None, CTX))
+    events = decide_import(replace(page, statement="A narrower statement."), current, CTX)
+    assert len(events) == 1 and isinstance(events[0], ClaimRevised)
+    assert events[0].statement == "A narrower statement."
+
+
+def test_a_new_source_on_the_page_is_attached_and_the_old_one_is_not_repeated():
+    page = sample("CLM-0501")
+    current = folded(decide_import(page, None, CTX))
+    extra = replace(page.sources[0], relation="contradicts", measured="A failed replication.")
+    events = decide_import(replace(page, sources=(*page.sources, extra)), current, CTX)
+    assert [(type(e), e.relation) for e in events] == [(SourceAttached, "contradicts")]
