@@ -9,6 +9,7 @@ durable pull consumer (``consumer``).
 from services.log.claim_log import ClaimLog
 from services.log.connection import connect
 from services.log.consumer import Delivery, DurableConsumer
+from services.log.pipeline import Pipeline
 from services.log.errors import ConflictError, LogConfigError, LogError, PublishError
 from services.log.reader import ClaimHead, StoredEvent, claim_head, read_claim, stream_head
 from services.log.stream import StreamSpec, ensure_stream
@@ -24,6 +25,7 @@ __all__ = [
     "DurableConsumer",
     "LogConfigError",
     "LogError",
+    "Pipeline",
     "PublishError",
     "StoredEvent",
     "StreamSpec",

@@ -8,6 +8,7 @@ from nats.aio.client import Client
 
 from events import Event
 from services.log.consumer import DurableConsumer
+from services.log.pipeline import Pipeline
 from services.log.reader import ClaimHead, StoredEvent, claim_head, read_claim, stream_head
 from services.log.stream import StreamSpec, ensure_stream
 from services.log.writer import Appended, append
@@ -48,3 +49,7 @@ class ClaimLog:
     def consumer(self, name: str, *, max_batch: int) -> DurableConsumer:
         """A durable consumer of every event, for a projector."""
         return DurableConsumer(self.nc, self.stream, name, max_batch=max_batch)
+
+    def pipeline(self, *, window: int = 512) -> Pipeline:
+        """Many appends in flight at once (use as ``async with``)."""
+        return Pipeline(self.nc, self.stream, window=window)

@@ -44,13 +44,55 @@ async def append(
     timeout: float = 5.0,
 ) -> Appended:
     """Append events to one claim, all or nothing, only if its last event is still at ``expected_seq``."""
+    check_append(claim_id, events)
+    linked = chain(events, prev_hash)
+    messages = batch_headers(claim_id, linked, expected_seq)
+    for subject, data, headers in messages[:-1]:
+        await nc.publish(subject, data, headers=headers)
+    subject, data, headers = messages[-1]
+    ack = await _request(nc, subject, data, headers, timeout)
+    try:
+        return interpret_ack(ack, claim_id, expected_seq, count=len(linked), last_hash=event_hash(data))
+    except (ConflictError, AlreadyStored) as refusal:
+        return await settle_refusal(nc, stream, claim_id, events, expected_seq, refusal)
+
+
+def check_append(claim_id: str, events: Sequence[Event]) -> None:
+    """Refuse an append that is empty, too large, or mixes claims."""
     if not events or len(events) > MAX_BATCH:
         raise ValueError(f"an append holds 1 to {MAX_BATCH} events, got {len(events)}")
     strangers = {e.claim_id for e in events} - {claim_id}
     if strangers:
         raise ValueError(f"append to {claim_id} holds events of other claims: {sorted(strangers)}")
-    linked = chain(events, prev_hash)
-    headers = [_headers(event) for event, _ in linked]
+
+
+class AlreadyStored(Exception):
+    """An atomic batch whose message ids the stream has already seen."""
+
+
+async def settle_refusal(
+    nc: Client, stream: str, claim_id: str, events: Sequence[Event], expected_seq: int, refusal: Exception
+) -> Appended:
+    """A refused append that is really a retry of one already stored is a duplicate; anything else is raised."""
+    retry = await _stored_before(nc, stream, claim_id, events, after_seq=expected_seq)
+    if retry is not None:
+        return retry
+    if isinstance(refusal, ConflictError):
+        raise refusal
+    raise PublishError(f"JetStream says the events for {claim_id} were stored, but they are not there")
+
+
+async def _stored_before(nc: Client, stream: str, claim_id: str, events: Sequence[Event], *, after_seq: int):
+    wanted = [event.event_id for event in events]
+    stored = [s for s in await read_claim(nc, stream, claim_id, after_seq=after_seq) if s.msg_id in set(wanted)]
+    if [s.msg_id for s in stored] != wanted:
+        return None
+    return Appended(claim_id, stored[0].seq, stored[-1].seq, True, stored[-1].hash)
+
+
+def batch_headers(claim_id: str, linked: list[tuple[Event, bytes]], expected_seq: int) -> list[tuple[str, bytes, dict]]:
+    """Subject, bytes and headers of each message of one append (an atomic batch when more than one)."""
+    headers = [{"Nats-Msg-Id": event.event_id} for event, _ in linked]
     headers[0]["Nats-Expected-Last-Subject-Sequence"] = str(expected_seq)
     headers[0]["Nats-Expected-Last-Subject-Sequence-Subject"] = claim_filter(claim_id)
     if len(linked) > 1:
@@ -59,36 +101,10 @@ async def append(
             header["Nats-Batch-Id"] = batch_id
             header["Nats-Batch-Sequence"] = str(number)
         headers[-1]["Nats-Batch-Commit"] = "1"
-        for (event, data), header in zip(linked[:-1], headers[:-1], strict=True):
-            await nc.publish(event_subject(claim_id, event.type), data, headers=header)
-    last_event, last_data = linked[-1]
-    ack = await _request(nc, event_subject(claim_id, last_event.type), last_data, headers[-1], timeout)
-    try:
-        return _appended(ack, claim_id, expected_seq, count=len(linked), last_hash=event_hash(last_data))
-    except (ConflictError, _AlreadyStored) as refusal:
-        retry = await _stored_before(nc, stream, claim_id, events, after_seq=expected_seq)
-        if retry is None:
-            if isinstance(refusal, ConflictError):
-                raise
-            raise PublishError(f"JetStream says the events for {claim_id} were stored, but they are not there") from None
-        return retry
-
-
-class _AlreadyStored(Exception):
-    """An atomic batch whose message ids the stream has already seen."""
-
-
-async def _stored_before(nc: Client, stream: str, claim_id: str, events: Sequence[Event], *, after_seq: int):
-    """An earlier append of exactly these events (a retry), found by their message ids; None if absent."""
-    wanted = [event.event_id for event in events]
-    stored = [s for s in await read_claim(nc, stream, claim_id, after_seq=after_seq) if s.msg_id in set(wanted)]
-    if [s.msg_id for s in stored] != wanted:
-        return None
-    return Appended(claim_id, stored[0].seq, stored[-1].seq, True, stored[-1].hash)
-
-
-def _headers(event: Event) -> dict[str, str]:
-    return {"Nats-Msg-Id": event.event_id}
+    return [
+        (event_subject(claim_id, event.type), data, header)
+        for (event, data), header in zip(linked, headers, strict=True)
+    ]
 
 
 async def _request(nc: Client, subject: str, data: bytes, headers: dict[str, str], timeout: float) -> dict:
@@ -104,7 +120,7 @@ async def _request(nc: Client, subject: str, data: bytes, headers: dict[str, str
     return json.loads(reply.data)
 
 
-def _appended(ack: dict, claim_id: str, expected_seq: int, *, count: int, last_hash: str) -> Appended:
+def interpret_ack(ack: dict, claim_id: str, expected_seq: int, *, count: int, last_hash: str) -> Appended:
     error = ack.get("error")
     if error is None:
         seq = int(ack["seq"])
@@ -114,5 +130,5 @@ def _appended(ack: dict, claim_id: str, expected_seq: int, *, count: int, last_h
     if code == WRONG_LAST_SEQUENCE:
         raise ConflictError(claim_id, expected_seq, error.get("description", ""))
     if code == BATCH_DUPLICATE_MSG_ID:
-        raise _AlreadyStored
+        raise AlreadyStored
     raise PublishError(f"JetStream refused the append to {claim_id}: {error.get('description')} (err_code {code})")
