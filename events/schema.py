@@ -12,8 +12,14 @@ from events.subjects import ALL_EVENTS
 
 def event_schemas() -> dict[str, dict[str, Any]]:
     """One JSON Schema per event type, plus ``AnyEvent`` (the discriminated union)."""
-    schemas = {name: cls.model_json_schema() for name, cls in EVENT_TYPES.items()}
+    schemas = {name: _with_type_required(cls.model_json_schema()) for name, cls in EVENT_TYPES.items()}
     union = TypeAdapter(AnyEvent).json_schema()
     union["description"] = f"Any claimlog event, as stored on the subjects {ALL_EVENTS} (claims.<claim_id>.<type>)."
     schemas["AnyEvent"] = union
     return schemas
+
+
+def _with_type_required(schema: dict[str, Any]) -> dict[str, Any]:
+    # Python fills ``type`` in by default; on the wire it is what tells events apart.
+    schema["required"] = ["type", *schema.get("required", [])]
+    return schema

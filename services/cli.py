@@ -94,7 +94,7 @@ def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")]
 
 @schema_app.command("export")
 def schema_export(
-    out: Annotated[Path, typer.Option(help="Directory to write one JSON Schema per event into.")] = Path("schemas"),
+    out: Annotated[Path, typer.Option(help="Directory to write one JSON Schema per event into.")] = Path("schemas/events"),
 ) -> None:
     """Write the JSON Schema of every event, for producers in any language."""
     from events.schema import event_schemas

@@ -18,7 +18,7 @@ from services.db import make_engine, upgrade
 from services.embedded import EmbeddedNats
 from services.log import ClaimLog, StreamSpec, connect
 
-POSTGRES_URL = os.environ.get("CLAIMLOG_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres")
+POSTGRES_URL = os.environ.get("CLAIMLOG_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 PERSON = Actor(id="ada", kind="person")
 MODEL = Actor(id="drafter", kind="model", model="test-model-1")
 

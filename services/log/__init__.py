@@ -6,14 +6,14 @@ and atomic batches (``writer``), reads of one claim's events (``reader``) and th
 durable pull consumer (``consumer``).
 """
 
+from services.log.chain import event_hash
 from services.log.claim_log import ClaimLog
 from services.log.connection import connect
 from services.log.consumer import Delivery, DurableConsumer
-from services.log.pipeline import Pipeline
 from services.log.errors import ConflictError, LogConfigError, LogError, PublishError
+from services.log.pipeline import Pipeline
 from services.log.reader import ClaimHead, StoredEvent, claim_head, read_claim, stream_head
 from services.log.stream import StreamSpec, ensure_stream
-from services.log.chain import event_hash
 from services.log.writer import Appended, append
 
 __all__ = [

@@ -9,6 +9,7 @@ acknowledges (ack-all) only what the caller has committed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -50,10 +51,8 @@ class DurableConsumer:
     async def start(self, after_seq: int) -> None:
         """(Re)create the durable consumer so it delivers every event after ``after_seq``."""
         jsm = self._nc.jetstream()
-        try:
+        with contextlib.suppress(NotFoundError):
             await jsm.delete_consumer(self._stream, self._name)
-        except NotFoundError:
-            pass
         await jsm.add_consumer(self._stream, self._config(after_seq))
         self._sub = await self._nc.subscribe(self._nc.new_inbox(), cb=self._queue.put)
         self._owed = 0
@@ -90,7 +89,7 @@ class DurableConsumer:
                 return batch
             try:
                 msg = await asyncio.wait_for(self._queue.get(), timeout=wait)
-            except (TimeoutError, asyncio.TimeoutError):
+            except TimeoutError:
                 self._owed = 0  # no heartbeat either: the pull request was lost (reconnect); ask again
                 continue
             self._take(msg, batch)

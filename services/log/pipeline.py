@@ -17,7 +17,14 @@ from nats.aio.msg import Msg
 from events import Event
 from services.log.chain import chain, event_hash
 from services.log.errors import ConflictError, PublishError
-from services.log.writer import AlreadyStored, Appended, batch_headers, check_append, interpret_ack, settle_refusal
+from services.log.writer import (
+    AlreadyStored,
+    Appended,
+    batch_headers,
+    check_append,
+    interpret_ack,
+    settle_refusal,
+)
 
 ACK_TIMEOUT = 10.0
 

@@ -12,8 +12,8 @@ from nats.js.errors import NotFoundError
 
 from events import Event, decode
 from events.subjects import claim_filter
-from services.log.errors import LogError
 from services.log.chain import event_hash
+from services.log.errors import LogError
 
 PAGE = 1000
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, insert, select, update
 import nats.errors
 import nats.js.errors
+from sqlalchemy import Connection, Engine, insert, select, update
 from sqlalchemy.exc import OperationalError
 
 from events import UnknownEventError, decode
@@ -145,7 +146,5 @@ class Projector:
 
 
 async def _sleep_unless(stop: asyncio.Event, delay: float) -> None:
-    try:
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), timeout=delay)
-    except TimeoutError:
-        pass

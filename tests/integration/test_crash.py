@@ -8,7 +8,6 @@ import random
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, select

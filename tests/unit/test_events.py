@@ -8,8 +8,7 @@ from datetime import datetime
 import pytest
 from pydantic import ValidationError
 
-from events import Actor, UnknownEventError, decode, encode
-from events import registry
+from events import Actor, UnknownEventError, decode, encode, registry
 from events.claim import ClaimDrafted
 from tests.builders import attached, drafted, history, revised
 

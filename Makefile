@@ -1,0 +1,32 @@
+# The README's two commands: `make run` and `make test`. Both create the virtualenv and install first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install bench lint clean
+
+run: $(STAMP)
+	$(BIN)/claimlog up --sample
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python bench/latency.py
+	$(BIN)/python bench/backlog.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "claimlog needs Python 3.11 or newer; set PYTHON=python3.11 (or newer)")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) .claimlog .pytest_cache .hypothesis

@@ -1,0 +1,73 @@
+"""``claimlog up --sample`` on the embedded default: from nothing to a served claim page, then a clean stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_for_page(url: str, process: subprocess.Popen, timeout: float = 60.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "claimlog up exited early"
+        try:
+            response = httpx.get(url, timeout=1)
+            if response.status_code == 200:
+                return response.json()
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{url} did not answer within {timeout}s")
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+def test_up_serves_the_sample_pages_and_stops_everything_cleanly(tmp_path: Path, stop_signal: signal.Signals):
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAIMLOG_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "services.cli", "up", "--sample", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        page = wait_for_page(f"http://127.0.0.1:{port}/claims/CLM-0338", process)
+        assert page["capability"] == "Carrying a chain of inference through to its conclusion"
+        assert page["sources"][0]["brought"]["by"]["kind"] == "model"
+        assert len(page["related"]) == 5
+        nats_pid = json.loads((tmp_path / ".claimlog" / "nats.json").read_text())["pid"]
+        children = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True).stdout.split()
+        assert len(children) == 2 + 1  # projector, api and the embedded nats-server
+    finally:
+        process.send_signal(stop_signal)
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert "claimlog is up" in output and "claimlog stopped" in output
+    assert not alive(nats_pid)
+    assert all(not alive(int(pid)) for pid in children)
+    assert (tmp_path / ".claimlog" / "claimlog.sqlite3").exists()
