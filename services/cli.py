@@ -24,6 +24,8 @@ console = Console(stderr=True)
 
 def _setup(level: str = "INFO") -> Settings:
     logging.basicConfig(level=level, format="%(message)s", handlers=[RichHandler(console=console, show_path=False)])
+    for chatty in ("alembic", "httpx"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     return Settings()
 
 

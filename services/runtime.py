@@ -20,14 +20,24 @@ def stream_spec(settings: Settings) -> StreamSpec:
 
 
 @asynccontextmanager
-async def open_log(settings: Settings, *, client_name: str = "claimlog") -> AsyncIterator[ClaimLog]:
-    """The claim log: on CLAIMLOG_NATS_URL, else the embedded server of the data directory (started if needed)."""
+async def nats_server(settings: Settings) -> AsyncIterator[str]:
+    """The NATS URL to use: CLAIMLOG_NATS_URL, else the data directory's embedded server (started if needed)."""
     url = settings.nats_url or running_url(settings.data_dir)
-    embedded = None
-    if url is None:
-        embedded = EmbeddedNats(settings.data_dir, sync=settings.nats_sync)
-        url = await asyncio.to_thread(embedded.start)
+    if url is not None:
+        yield url
+        return
+    embedded = EmbeddedNats(settings.data_dir, sync=settings.nats_sync)
+    url = await asyncio.to_thread(embedded.start)
     try:
+        yield url
+    finally:
+        await asyncio.to_thread(embedded.stop)
+
+
+@asynccontextmanager
+async def open_log(settings: Settings, *, client_name: str = "claimlog") -> AsyncIterator[ClaimLog]:
+    """The claim log, its stream created or verified, on the NATS server ``nats_server`` picks."""
+    async with nats_server(settings) as url:
         nc = await connect(url, name=client_name)
         try:
             claim_log = ClaimLog(nc, stream_spec(settings))
@@ -35,6 +45,3 @@ async def open_log(settings: Settings, *, client_name: str = "claimlog") -> Asyn
             yield claim_log
         finally:
             await nc.drain()
-    finally:
-        if embedded is not None:
-            await asyncio.to_thread(embedded.stop)

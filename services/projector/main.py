@@ -1,39 +1,70 @@
-"""The projector process: one composition root, running until SIGINT or SIGTERM."""
+"""The projector process: a FastStream application hosting the projector on its broker's connection."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import signal
+
+from faststream import FastStream
+from faststream.nats import NatsBroker
+from sqlalchemy import Engine
 
 from projections.registry import build_projections
 from services.db import make_engine, require_current
+from services.log import ClaimLog
 from services.projector.runner import Projector
-from services.runtime import open_log
+from services.runtime import nats_server, stream_spec
 from services.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
-async def run_projector(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
-    """Keep the read models up to date with the log until stopped."""
-    stop = stop or _stop_on_signals()
+class ProjectorService:
+    """The projector's lifecycle inside a FastStream app: start after the broker connects, stop on shutdown."""
+
+    def __init__(self, settings: Settings, engine: Engine, nats_url: str) -> None:
+        self.settings, self.engine = settings, engine
+        self.broker = NatsBroker(
+            nats_url, name=f"claimlog-{settings.projector_name}", max_reconnect_attempts=-1, reconnect_time_wait=0.25
+        )
+        self.app = FastStream(self.broker)
+        self.app.after_startup(self._start)
+        self.app.on_shutdown(self._stop)
+        self._stop_event = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.failure: BaseException | None = None
+
+    async def _start(self) -> None:
+        claim_log = ClaimLog(self.broker.connection, stream_spec(self.settings))
+        await claim_log.ensure()
+        projector = Projector(
+            claim_log, self.engine, build_projections(), name=self.settings.projector_name, batch=self.settings.projector_batch
+        )
+        self._task = asyncio.create_task(projector.run(self._stop_event))
+        self._task.add_done_callback(self._on_done)
+        log.info("projector %s started", self.settings.projector_name)
+
+    def _on_done(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self.failure = task.exception()
+            log.critical("projector stopped: %s", self.failure)
+        self.app.exit()
+
+    async def _stop(self) -> None:
+        self._stop_event.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+async def run_projector(settings: Settings) -> None:
+    """Keep the read models up to date with the log until SIGINT or SIGTERM."""
     engine = make_engine(settings.resolved_database_url())
     require_current(engine)
     try:
-        async with open_log(settings, client_name=f"claimlog-{settings.projector_name}") as claim_log:
-            projector = Projector(
-                claim_log, engine, build_projections(), name=settings.projector_name, batch=settings.projector_batch
-            )
-            log.info("projector %s starting", settings.projector_name)
-            await projector.run(stop)
+        async with nats_server(settings) as url:
+            service = ProjectorService(settings, engine, url)
+            await service.app.run()
+        if service.failure is not None:
+            raise service.failure
     finally:
         engine.dispose()
-
-
-def _stop_on_signals() -> asyncio.Event:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    return stop
