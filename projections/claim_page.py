@@ -1,7 +1,9 @@
 """The claim-page fold: ``apply(page, event, seq, at) -> page``, pure, one handler per event type.
 
-The fold owns the page it is given and updates it in place; counts and status are always derived
-from the lists, so a count can never disagree with what it summarizes.
+The fold owns the page it is given and updates it in place: pages are plain dataclasses built from
+events the registry has already validated. Counts and status
+are never kept by hand: ``derive(page)`` recomputes them from the lists (once per page per batch,
+and at the end of ``fold``), so a count can never disagree with what it summarizes.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ def apply(page: ClaimPage | None, event: Event, seq: int, at: datetime) -> Claim
     else:
         return None  # an event for a claim never drafted changes no page
     page.as_of_seq, page.as_of_time = seq, at
-    _derive(page)
     return page
 
 
@@ -89,8 +90,8 @@ def _superseded(page: ClaimPage, event: ClaimSuperseded, stamp: Stamp) -> None:
 
 def _source_attached(page: ClaimPage, event: SourceAttached, stamp: Stamp) -> None:
     if _find(page.sources, "source_id", event.source_id) is None:
-        fields = event.model_dump(include={"source_id", "relation", "citation", "measured", "breadth", "truncated"})
-        page.sources.append(SourceView(**fields, brought=stamp))
+        fields = _fields(event, "source_id", "relation", "citation", "measured", "breadth", "truncated")
+        page.sources.append(SourceView(**fields, brought=stamp, corrections=[]))
 
 
 def _source_corrected(page: ClaimPage, event: SourceCorrected, stamp: Stamp) -> None:
@@ -112,8 +113,8 @@ def _source_withdrawn(page: ClaimPage, event: SourceWithdrawn, stamp: Stamp) -> 
 
 def _disagreement_filed(page: ClaimPage, event: DisagreementFiled, stamp: Stamp) -> None:
     if _find(page.disagreements, "disagreement_id", event.disagreement_id) is None:
-        fields = event.model_dump(include={"disagreement_id", "argument", "source_id", "evidence"})
-        page.disagreements.append(DisagreementView(**fields, filed=stamp))
+        fields = _fields(event, "disagreement_id", "argument", "source_id", "evidence")
+        page.disagreements.append(DisagreementView(**fields, filed=stamp, answers=[]))
 
 
 def _disagreement_answered(page: ClaimPage, event: DisagreementAnswered, stamp: Stamp) -> None:
@@ -133,9 +134,7 @@ def _disagreement_resolved(page: ClaimPage, event: DisagreementResolved, stamp: 
 
 def _review_recorded(page: ClaimPage, event: ReviewRecorded, stamp: Stamp) -> None:
     if _find(page.reviews, "review_id", event.review_id) is None:
-        fields = event.model_dump(
-            include={"review_id", "reviewer_kind", "verdict", "confidence", "revision", "summary"}
-        )
+        fields = _fields(event, "review_id", "reviewer_kind", "verdict", "confidence", "revision", "summary")
         page.reviews.append(ReviewView(**fields, recorded=stamp))
 
 
@@ -149,7 +148,7 @@ def _review_withdrawn(page: ClaimPage, event: ReviewWithdrawn, stamp: Stamp) -> 
 def _related(page: ClaimPage, event: ClaimsRelated, stamp: Stamp) -> None:
     key = event.related_key
     page.related = [r for r in page.related if r.key != key]
-    fields = event.model_dump(include={"statement", "capability", "review_label", "rank"})
+    fields = _fields(event, "statement", "capability", "review_label", "rank")
     page.related.append(RelatedView(key=key, claim_id=event.related_claim_id, **fields, related=stamp))
     page.related.sort(key=lambda r: (r.rank is None, r.rank or 0, r.related.seq))
 
@@ -158,11 +157,15 @@ def _unrelated(page: ClaimPage, event: ClaimsUnrelated, stamp: Stamp) -> None:
     page.related = [r for r in page.related if r.key != event.related_key]
 
 
+def _fields(event: Event, *names: str) -> dict:
+    return {name: getattr(event, name) for name in names}
+
+
 def _find(items: list, attribute: str, value: str):
     return next((item for item in items if getattr(item, attribute) == value), None)
 
 
-def _derive(page: ClaimPage) -> None:
+def derive(page: ClaimPage) -> ClaimPage:
     """Recompute counts and status from the page's lists."""
     counts, status = page.counts, page.status
     active = [s for s in page.sources if s.state == "active"]
@@ -180,6 +183,7 @@ def _derive(page: ClaimPage) -> None:
     status.unreviewed_model_draft = page.notes.drafted_by_model and not live
     eligible = status.lifecycle == "active" and not status.unreviewed_model_draft
     status.counts_toward_scorecard = status.moves_standing = eligible
+    return page
 
 
 def review_label(person: bool, ai: bool) -> str:
@@ -211,4 +215,4 @@ def fold(records: Iterable[Record]) -> ClaimPage | None:
     page = None
     for record in records:
         page = apply(page, record.event, record.seq, record.at)
-    return page
+    return derive(page) if page is not None else None

@@ -9,8 +9,8 @@ from sqlalchemy import Connection, select
 
 from events.relation import statement_key
 from projections.base import Record
-from projections.claim_page import apply
-from projections.page_model import ClaimPage
+from projections.claim_page import apply, derive
+from projections.page_model import PAGE, ClaimPage
 from projections.sql import chunks, upsert
 from projections.tables import claim_pages
 
@@ -33,7 +33,7 @@ class ClaimPagesProjection:
         for record in records:
             claim_id = record.event.claim_id
             pages[claim_id] = apply(pages.get(claim_id), record.event, record.seq, record.at)
-        upsert(conn, claim_pages, [page_row(p) for p in pages.values() if p is not None])
+        upsert(conn, claim_pages, [page_row(derive(p)) for p in pages.values() if p is not None])
         for claim_id, page in pages.items():
             if page is not None:
                 self._remember(claim_id, page)
@@ -53,7 +53,7 @@ class ClaimPagesProjection:
         for chunk in chunks(missing):
             query = select(claim_pages.c.claim_id, claim_pages.c.doc).where(claim_pages.c.claim_id.in_(chunk))
             for claim_id, doc in conn.execute(query):
-                pages[claim_id] = ClaimPage.model_validate_json(doc)
+                pages[claim_id] = PAGE.validate_json(doc)
         return pages
 
     def _remember(self, claim_id: str, page: ClaimPage) -> None:
@@ -86,5 +86,5 @@ def page_row(page: ClaimPage) -> dict:
         "reviews_ai": counts.reviews_ai,
         "first_seq": page.notes.drafted.seq,
         "last_seq": page.as_of_seq,
-        "doc": page.model_dump_json(),
+        "doc": PAGE.dump_json(page).decode(),
     }

@@ -1,18 +1,24 @@
-"""The claim page: everything a registry page shows, as one document."""
+"""The claim page: everything a registry page shows, as one document.
+
+Plain slotted dataclasses, so the projector can fold thousands of events a second into them; pydantic
+validates and serializes them (``PAGE``) when they go into or come out of the database and the API.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import TypeAdapter
 
 from events import Actor
 
 ReviewState = Literal["unreviewed", "reviewed by AI", "reviewed by a person"]
 
 
-class Stamp(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Stamp:
     """Who did something, when, at which log sequence."""
 
     by: Actor
@@ -20,7 +26,8 @@ class Stamp(BaseModel):
     seq: int
 
 
-class SourceView(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class SourceView:
     """A source with who brought it; withdrawn sources stay, struck through."""
 
     source_id: str
@@ -31,11 +38,12 @@ class SourceView(BaseModel):
     truncated: bool = False
     state: Literal["active", "withdrawn"] = "active"
     brought: Stamp
-    corrections: list[Correction] = Field(default_factory=list)
+    corrections: list[Correction] = field(default_factory=list)
     withdrawn: Withdrawal | None = None
 
 
-class Correction(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Correction:
     """One correction of a source: the fields it changed and who changed them."""
 
     stamp: Stamp
@@ -43,21 +51,24 @@ class Correction(BaseModel):
     reason: str | None = None
 
 
-class Withdrawal(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Withdrawal:
     """Who withdrew something, and why."""
 
     stamp: Stamp
     reason: str
 
 
-class Answer(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Answer:
     """An answer to a disagreement."""
 
     stamp: Stamp
     answer: str
 
 
-class DisagreementView(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class DisagreementView:
     """A disagreement, its answers and its outcome."""
 
     disagreement_id: str
@@ -66,13 +77,14 @@ class DisagreementView(BaseModel):
     evidence: str | None = None
     state: Literal["open", "resolved"] = "open"
     filed: Stamp
-    answers: list[Answer] = Field(default_factory=list)
+    answers: list[Answer] = field(default_factory=list)
     outcome: str | None = None
     resolved: Stamp | None = None
     resolution_note: str | None = None
 
 
-class ReviewView(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class ReviewView:
     """A review of one revision, by a person or an AI model."""
 
     review_id: str
@@ -86,7 +98,8 @@ class ReviewView(BaseModel):
     withdrawn: Withdrawal | None = None
 
 
-class RelatedView(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class RelatedView:
     """A related claim: by id when it has a page, otherwise by its statement."""
 
     key: str
@@ -98,10 +111,11 @@ class RelatedView(BaseModel):
     related: Stamp
 
 
-class Counts(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Counts:
     """Counts that summarize the lists on the same page (derived from them, never kept apart)."""
 
-    sources_by_relation: dict[str, int] = Field(default_factory=dict)
+    sources_by_relation: dict[str, int] = field(default_factory=dict)
     sources_active: int = 0
     sources_withdrawn: int = 0
     disagreements_open: int = 0
@@ -110,7 +124,8 @@ class Counts(BaseModel):
     reviews_ai: int = 0
 
 
-class Status(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Status:
     """Where the claim stands, on separate axes."""
 
     lifecycle: Literal["active", "retracted", "superseded"] = "active"
@@ -124,7 +139,8 @@ class Status(BaseModel):
     moves_standing: bool = True
 
 
-class Notes(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Notes:
     """Provenance of the draft: who drafted it, with what confidence, and how it could be falsified."""
 
     drafted: Stamp
@@ -134,7 +150,8 @@ class Notes(BaseModel):
     falsifier_now: str | None = None
 
 
-class ClaimPage(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class ClaimPage:
     """One claim's page, as of the log sequence ``as_of_seq``."""
 
     claim_id: str
@@ -145,15 +162,15 @@ class ClaimPage(BaseModel):
     technique: str | None = None
     observed_on: str
     origin_paper: str | None = None
-    status: Status = Field(default_factory=Status)
-    counts: Counts = Field(default_factory=Counts)
-    sources: list[SourceView] = Field(default_factory=list)
-    disagreements: list[DisagreementView] = Field(default_factory=list)
-    reviews: list[ReviewView] = Field(default_factory=list)
-    related: list[RelatedView] = Field(default_factory=list)
+    status: Status = field(default_factory=Status)
+    counts: Counts = field(default_factory=Counts)
+    sources: list[SourceView] = field(default_factory=list)
+    disagreements: list[DisagreementView] = field(default_factory=list)
+    reviews: list[ReviewView] = field(default_factory=list)
+    related: list[RelatedView] = field(default_factory=list)
     notes: Notes
     as_of_seq: int
     as_of_time: datetime
 
 
-SourceView.model_rebuild()
+PAGE: TypeAdapter[ClaimPage] = TypeAdapter(ClaimPage)

@@ -26,6 +26,7 @@ from services.log.errors import LogError
 log = logging.getLogger(__name__)
 HEARTBEAT = 2.0
 EXPIRES = 30.0
+PREFETCH_BATCHES = 2
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class DurableConsumer:
             filter_subject=ALL_EVENTS,
             ack_policy=AckPolicy.ALL,
             ack_wait=120,
-            max_ack_pending=self._max_batch * 4,
+            max_ack_pending=self._max_batch * (PREFETCH_BATCHES + 2),
             replay_policy=ReplayPolicy.INSTANT,
             **start,
         )
@@ -109,16 +110,13 @@ class DurableConsumer:
     async def _top_up(self) -> None:
         if self._sub is None:
             raise LogError("the consumer is not started")
-        if self._owed >= self._max_batch:
-            return
-        request = {
-            "batch": self._max_batch,
-            "expires": int(EXPIRES * 1e9),
-            "idle_heartbeat": int(HEARTBEAT * 1e9),
-        }
+        wanted = PREFETCH_BATCHES * self._max_batch - self._owed
+        if wanted < self._max_batch:
+            return  # enough requested: the next batches arrive while the caller commits this one
+        request = {"batch": wanted, "expires": int(EXPIRES * 1e9), "idle_heartbeat": int(HEARTBEAT * 1e9)}
         subject = f"$JS.API.CONSUMER.MSG.NEXT.{self._stream}.{self._name}"
         await self._nc.publish(subject, json.dumps(request).encode(), reply=self._sub.subject)
-        self._owed += self._max_batch
+        self._owed += wanted
 
     def _take(self, msg: Msg, batch: list[Delivery]) -> None:
         status = (msg.headers or {}).get("Status") if msg.headers else None
@@ -130,7 +128,7 @@ class DurableConsumer:
         if status == "100":
             return  # idle heartbeat
         if status in ("404", "408"):
-            self._owed -= int(msg.headers.get("Nats-Pending-Messages", self._max_batch))
+            self._owed = max(0, self._owed - int(msg.headers.get("Nats-Pending-Messages", self._max_batch)))
             return
         if status == "409" and "Deleted" in str(msg.headers.get("Description", "")):
             raise LogError(f"consumer {self._name} was deleted on the server")

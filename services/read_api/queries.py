@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 from sqlalchemy import Connection, or_, select
 
-from projections.page_model import ClaimPage
+from projections.page_model import PAGE, ClaimPage
 from projections.tables import checkpoints, claim_pages
 
 SUMMARY_COLUMNS = (
@@ -23,27 +25,33 @@ SUMMARY_COLUMNS = (
 )
 
 
-def claim_page(conn: Connection, key: str) -> ClaimPage | None:
-    """A claim's page by id or slug, with related claims resolved to pages by their statements."""
+def claim_page_json(conn: Connection, key: str) -> bytes | None:
+    """A claim's page (JSON) by id or slug, related claims resolved to pages by their statements.
+
+    One indexed read of the stored document, plus one for related claims known only by statement;
+    the document is passed through as JSON, never re-validated on the way out.
+    """
     doc = conn.execute(
         select(claim_pages.c.doc).where(or_(claim_pages.c.claim_id == key, claim_pages.c.slug == key)).limit(1)
     ).scalar()
     if doc is None:
         return None
-    page = ClaimPage.model_validate_json(doc)
-    _resolve_related(conn, page)
-    return page
-
-
-def _resolve_related(conn: Connection, page: ClaimPage) -> None:
-    unresolved = {r.key: r for r in page.related if r.claim_id is None}
+    page = json.loads(doc)
+    unresolved = {r["key"]: r for r in page["related"] if r["claim_id"] is None}
     if not unresolved:
-        return
+        return doc.encode()
     query = select(claim_pages.c.statement_key, claim_pages.c.claim_id).where(
         claim_pages.c.statement_key.in_(list(unresolved))
     )
-    for key, claim_id in conn.execute(query):
-        unresolved[key].claim_id = claim_id
+    for statement_key, claim_id in conn.execute(query):
+        unresolved[statement_key]["claim_id"] = claim_id
+    return json.dumps(page, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def claim_page(conn: Connection, key: str) -> ClaimPage | None:
+    """A claim's page as objects (for tools and tests), related claims resolved."""
+    data = claim_page_json(conn, key)
+    return None if data is None else PAGE.validate_json(data)
 
 
 def claim_summaries(conn: Connection, *, after: str | None, limit: int, capability: str | None) -> list[dict]:

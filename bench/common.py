@@ -1,0 +1,43 @@
+"""Shared pieces of the benchmarks: percentiles, peak memory, publishing a backlog with progress."""
+
+from __future__ import annotations
+
+import random
+import resource
+import statistics
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from bench.workload import claim_events
+from services.log import ClaimLog
+
+
+def percentile(values: list[float], p: float) -> float:
+    return statistics.quantiles(values, n=1000, method="inclusive")[int(p * 10) - 1]
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
+    )
+
+
+async def publish_backlog(claim_log: ClaimLog, *, claims: int, per_claim: int, seed: int = 1) -> int:
+    """Publish ``claims`` x ``per_claim`` events, pipelined, with a progress bar; returns the log head."""
+    rng = random.Random(seed)
+    with progress() as bar:
+        task = bar.add_task("publish", total=claims * per_claim, rate="")
+        async with claim_log.pipeline(window=256) as pipeline:
+            for number in range(claims):
+                events = claim_events(number, per_claim, rng)
+                await pipeline.submit(events[0].claim_id, events, expected_seq=0, prev_hash=None)
+                if number % 100 == 0:
+                    speed = bar.tasks[0].speed
+                    bar.update(task, completed=number * per_claim, rate=f"{speed:,.0f} events/s" if speed else "")
+        bar.update(task, completed=claims * per_claim)
+    return await claim_log.head()

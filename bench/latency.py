@@ -1,0 +1,242 @@
+"""Publish-to-visible latency on the embedded default: an event appended, then readable via GET /claims/{id}.
+
+    python bench/latency.py [--rate 200] [--seconds 20]
+
+Runs the real services as separate processes (`claimlog projector`, `claimlog api`) on an embedded
+nats-server (sync_interval always) and SQLite. This process appends 200 events/s, watches the read
+model with one polling task, then fetches each changed page through the API, and measures the time
+from the start of each append until the API shows it. The peer in the
+same run: plain nats-py publish -> push subscriber writing stdlib sqlite3 -> row polled with sqlite3.
+Target (issue 2): p99 under 20 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from bench.common import percentile  # noqa: E402
+from bench.workload import BOT, MODEL  # noqa: E402
+from events import new_event_id  # noqa: E402
+from events.claim import ClaimDrafted  # noqa: E402
+from events.envelope import utc_now  # noqa: E402
+from events.source import SourceAttached  # noqa: E402
+from services.db import make_engine, upgrade  # noqa: E402
+from services.embedded import EmbeddedNats  # noqa: E402
+from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
+
+console = Console()
+CLAIMS = 50
+CHANGED = "SELECT claim_id, last_seq FROM claim_pages WHERE last_seq > ?"
+
+
+def draft(n: int) -> ClaimDrafted:
+    return ClaimDrafted(
+        event_id=new_event_id(), claim_id=f"CLM-{n:04d}", occurred_at=utc_now(), actor=MODEL,
+        slug=f"claim-{n}", statement=f"Statement {n}.", capability="Latency", observed_on="A benchmark.",
+    )
+
+
+def source(claim_id: str, n: int) -> SourceAttached:
+    return SourceAttached(
+        event_id=new_event_id(), claim_id=claim_id, occurred_at=utc_now(), actor=BOT,
+        source_id=f"s{n}", relation="supports", measured=f"Measurement {n} of the latency benchmark.",
+    )
+
+
+async def paced(rate: float, seconds: float, measure) -> list:
+    """Start one measurement every 1/rate seconds (open loop); return what they return."""
+    tasks, start = [], time.perf_counter()
+    for i in range(int(rate * seconds)):
+        delay = start + i / rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(measure(i)))
+    return [ms for ms in await asyncio.gather(*tasks)]
+
+
+class RowWatcher:
+    """One task polls the read model for changed pages and wakes whoever waits for them.
+
+    A poll per waiting event would load the machine in proportion to the latency it measures.
+    """
+
+    def __init__(self, db_path: Path) -> None:
+        self._db = sqlite3.connect(db_path, isolation_level=None)
+        self._waiting: dict[str, list[tuple[int, asyncio.Future[None]]]] = {}
+        self._seen = 0
+
+    def wait(self, claim_id: str, seq: int) -> asyncio.Future[None]:
+        future = asyncio.get_running_loop().create_future()
+        current = self._db.execute("SELECT last_seq FROM claim_pages WHERE claim_id = ?", (claim_id,)).fetchone()
+        if current is not None and current[0] >= seq:
+            future.set_result(None)  # applied before we started watching
+        else:
+            self._waiting.setdefault(claim_id, []).append((seq, future))
+        return future
+
+    async def run(self) -> None:
+        while True:
+            for claim_id, last_seq in self._db.execute(CHANGED, (self._seen,)).fetchall():
+                self._seen = max(self._seen, last_seq)
+                still = []
+                for seq, future in self._waiting.get(claim_id, []):
+                    (future.set_result(None) if seq <= last_seq else still.append((seq, future)))
+                self._waiting[claim_id] = still
+            await asyncio.sleep(0.0005)
+
+
+class PageReader:
+    """Keep-alive HTTP/1.1 GETs on a few raw connections: the load generator must cost far less
+    than the server it measures, and httpx costs about a millisecond of CPU per request here."""
+
+    def __init__(self, host: str, port: int, connections: int = 8) -> None:
+        self._host, self._port = host, port
+        self._idle: asyncio.Queue = asyncio.Queue()
+        self._connections = connections
+
+    async def open(self) -> None:
+        for _ in range(self._connections):
+            self._idle.put_nowait(await asyncio.open_connection(self._host, self._port))
+
+    async def get_json(self, path: str) -> dict:
+        reader, writer = await self._idle.get()
+        try:
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: {self._host}\r\n\r\n".encode())
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+            return json.loads(await reader.readexactly(length))
+        finally:
+            self._idle.put_nowait((reader, writer))
+
+
+async def claimlog_latency(claim_log: ClaimLog, port: int, db_path: Path, rate: float, seconds: float) -> list[float]:
+    heads = {}
+    for n in range(CLAIMS):
+        heads[f"CLM-{n:04d}"] = await claim_log.append(f"CLM-{n:04d}", [draft(n)], expected_seq=0, prev_hash=None)
+    locks = {claim_id: asyncio.Lock() for claim_id in heads}
+    await asyncio.sleep(2)  # let the projector apply the drafts
+    watcher = RowWatcher(db_path)
+    watching = asyncio.create_task(watcher.run())
+    pages = PageReader("127.0.0.1", port)
+    await pages.open()
+
+    async def measure(i: int) -> float:
+        claim_id = f"CLM-{i % CLAIMS:04d}"
+        async with locks[claim_id]:
+            started = time.perf_counter()
+            head = heads[claim_id]
+            head = await claim_log.append(claim_id, [source(claim_id, i)], expected_seq=head.last_seq, prev_hash=head.last_hash)
+            heads[claim_id] = head
+            await watcher.wait(claim_id, head.last_seq)
+            page = await pages.get_json(f"/claims/{claim_id}")
+            assert page["as_of_seq"] >= head.last_seq, "the API served an older page than the database holds"
+            return (time.perf_counter() - started) * 1000
+
+    latencies = await paced(rate, seconds, measure)
+    watching.cancel()
+    return latencies
+
+
+async def peer_latency(nats_url: str, path: Path, rate: float, seconds: float) -> list[float]:
+    import nats
+
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    await js.add_stream(name="PEER", subjects=["peer.>"])
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("CREATE TABLE seen (claim_id TEXT PRIMARY KEY, seq INTEGER)")
+    reader = sqlite3.connect(path, isolation_level=None)
+
+    async def apply(msg) -> None:
+        writer.execute("INSERT OR REPLACE INTO seen VALUES (?, ?)", (msg.subject, msg.metadata.sequence.stream))
+
+    sub = await js.subscribe("peer.>", cb=apply, ordered_consumer=True)
+
+    async def measure(i: int) -> float:
+        started = time.perf_counter()
+        subject = f"peer.c{i % CLAIMS}"
+        ack = await js.publish(subject, source("CLM-0000", i).model_dump_json().encode(), headers={"Nats-Msg-Id": str(i)})
+        while (reader.execute("SELECT seq FROM seen WHERE claim_id = ?", (subject,)).fetchone() or (0,))[0] < ack.seq:
+            await asyncio.sleep(0.0005)
+        return (time.perf_counter() - started) * 1000
+
+    latencies = await paced(rate, seconds, measure)
+    await sub.unsubscribe()
+    await nc.close()
+    return latencies
+
+
+def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "services.cli", *args], env=env, stderr=subprocess.DEVNULL)
+
+
+async def wait_healthy(api: str) -> None:
+    async with httpx.AsyncClient(timeout=1) as client:
+        for _ in range(200):
+            try:
+                if (await client.get(f"{api}/health")).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.1)
+    raise RuntimeError("the read API did not start")
+
+
+async def main(args: argparse.Namespace) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="claimlog-latency-"))
+    server = EmbeddedNats(workdir / "nats", sync=args.sync)
+    url = server.start()
+    database = f"sqlite:///{workdir / 'claimlog.sqlite3'}"
+    upgrade(make_engine(database))
+    env = {**os.environ, "CLAIMLOG_NATS_URL": url, "CLAIMLOG_DATABASE_URL": database, "CLAIMLOG_API_PORT": str(args.port)}
+    api = f"http://127.0.0.1:{args.port}"
+    services = [start(["projector"], env), start(["api"], env)]
+    try:
+        await wait_healthy(api)
+        nc = await connect(url)
+        claim_log = ClaimLog(nc, StreamSpec("CLAIMS"))
+        await claim_log.ensure()
+        ours = await claimlog_latency(claim_log, args.port, workdir / "claimlog.sqlite3", args.rate, args.seconds)
+        await nc.close()
+        peer = await peer_latency(url, workdir / "peer.sqlite3", args.rate, args.seconds)
+    finally:
+        for service in services:
+            service.terminate()
+            service.wait()
+        server.stop()
+    report(ours, peer, args)
+
+
+def report(ours: list[float], peer: list[float], args: argparse.Namespace) -> None:
+    table = Table(title=f"publish -> visible, {args.rate:.0f} events/s for {args.seconds:.0f} s, nats sync_interval={args.sync}")
+    for column in ("path", "events", "p50 ms", "p90 ms", "p99 ms", "max ms"):
+        table.add_column(column, justify="right" if column != "path" else "left")
+    for name, values in (("claimlog: append -> projector -> GET /claims/{id}", ours), ("peer: js.publish -> push sub -> sqlite3 row", peer)):
+        table.add_row(name, str(len(values)), *(f"{percentile(values, p):.1f}" for p in (50, 90, 99)), f"{max(values):.1f}")
+    console.print(table)
+    console.print(f"target: p99 < 20 ms -> {'met' if percentile(ours, 99) < 20 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rate", type=float, default=200)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--port", type=int, default=18765)
+    parser.add_argument("--sync", default="always")
+    asyncio.run(main(parser.parse_args()))
