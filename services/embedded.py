@@ -6,13 +6,14 @@ import json
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import sysconfig
 import time
 from pathlib import Path
+
+from services.processes import terminate
 
 log = logging.getLogger(__name__)
 URL_FILE = "nats.json"
@@ -116,13 +117,7 @@ class EmbeddedNats:
         """Stop the server cleanly (it flushes its store), killing it only if it hangs."""
         if self.process is None:
             return
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process, timeout=timeout)
         (self.data_dir / URL_FILE).unlink(missing_ok=True)
         self.process = None
 

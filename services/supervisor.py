@@ -10,6 +10,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from services.processes import terminate
+
 log = logging.getLogger(__name__)
 RESTART_BACKOFF = (0.5, 1, 2, 5, 10)
 
@@ -31,14 +33,7 @@ class Child:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask it to stop, and kill it if it does not."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        terminate(self.process, timeout=timeout)
 
 
 class Supervisor:
