@@ -6,10 +6,15 @@ import nats
 from nats.aio.client import Client
 
 
+def server_list(url: str) -> list[str]:
+    """The servers of a NATS URL setting: one URL, or several separated by commas (a cluster)."""
+    return [server.strip() for server in url.split(",") if server.strip()]
+
+
 async def connect(url: str, *, name: str = "claimlog", user: str | None = None, password: str | None = None) -> Client:
-    """A NATS connection that keeps reconnecting for as long as the process lives."""
+    """A NATS connection to one server or a cluster, reconnecting for as long as the process lives."""
     return await nats.connect(
-        url,
+        server_list(url),
         name=name,
         user=user,
         password=password,

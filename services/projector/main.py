@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from projections.registry import build_projections
 from services.db import make_engine, require_current
 from services.log import ClaimLog
+from services.log.connection import server_list
 from services.projector.runner import Projector
 from services.runtime import nats_server, stream_spec
 from services.settings import Settings
@@ -25,7 +26,7 @@ class ProjectorService:
     def __init__(self, settings: Settings, engine: Engine, nats_url: str) -> None:
         self.settings, self.engine = settings, engine
         self.broker = NatsBroker(
-            nats_url, name=f"claimlog-{settings.projector_name}", max_reconnect_attempts=-1, reconnect_time_wait=0.25
+            server_list(nats_url), name=f"claimlog-{settings.projector_name}", max_reconnect_attempts=-1, reconnect_time_wait=0.25
         )
         self.app = FastStream(self.broker)
         self.app.after_startup(self._start)

@@ -98,3 +98,9 @@ async def test_reads_page_through_claims_longer_than_one_batch(claim_log: ClaimL
     stored = await claim_log.read_claim(claim_id)
     assert len(stored) == 1501
     assert all(b.event.prev_hash == a.hash for a, b in zip(stored, stored[1:], strict=False))
+
+
+async def test_a_cluster_url_lists_several_servers_and_any_live_one_will_do(nats_url: str):
+    nc = await connect(f"nats://127.0.0.1:1, {nats_url}")
+    assert nc.is_connected
+    await nc.close()
