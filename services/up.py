@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 
 import httpx
@@ -24,6 +25,9 @@ console = Console()
 
 def run_up(settings: Settings, *, sample: bool, host: str, port: int) -> int:
     """Run claimlog until SIGINT or SIGTERM; returns the exit code."""
+    if not _port_free(host, port):
+        console.print(f"[red]{host}:{port} is already in use[/red]: stop what listens there, or pass --port")
+        return 2
     embedded = None
     url = settings.nats_url or running_url(settings.data_dir)
     if url is None:
@@ -55,6 +59,16 @@ def run_up(settings: Settings, *, sample: bool, host: str, port: int) -> int:
         if embedded is not None:
             embedded.stop()
         console.print("claimlog stopped")
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 async def _ensure_stream(settings: Settings) -> None:

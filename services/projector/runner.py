@@ -43,7 +43,6 @@ class Projector:
         self._log, self._engine, self._projections = log_, engine, list(projections)
         self._name, self._batch = name, batch
         self.progress = Progress()
-        self.caught_up = asyncio.Event()
 
     def load_checkpoint(self) -> int:
         """The last sequence every projection has applied, registering new projections at 0."""
@@ -94,8 +93,6 @@ class Projector:
                 deliveries = await consumer.next_batch(timeout=0.25)
                 if deliveries:
                     await self._apply(consumer, deliveries)
-                elif self.progress.checkpoint >= await self._log.head():
-                    self.caught_up.set()
         finally:
             await consumer.stop()
 

@@ -71,3 +71,18 @@ def test_up_serves_the_sample_pages_and_stops_everything_cleanly(tmp_path: Path,
     assert not alive(nats_pid)
     assert all(not alive(int(pid)) for pid in children)
     assert (tmp_path / ".claimlog" / "claimlog.sqlite3").exists()
+
+
+def test_up_refuses_a_port_that_is_taken_and_says_which(tmp_path: Path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CLAIMLOG_")}
+        result = subprocess.run(
+            [sys.executable, "-m", "services.cli", "up", "--port", str(port)],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        )
+    assert result.returncode == 2
+    assert f"127.0.0.1:{port} is already in use" in result.stdout
+    assert not (tmp_path / ".claimlog" / "nats.json").exists()
