@@ -22,6 +22,7 @@ from nats.js.errors import NotFoundError
 
 from events.subjects import ALL_EVENTS
 from services.log.errors import LogError
+from services.log.reader import store_time_from_ns
 
 log = logging.getLogger(__name__)
 HEARTBEAT = 2.0
@@ -122,8 +123,8 @@ class DurableConsumer:
         status = (msg.headers or {}).get("Status") if msg.headers else None
         if status is None:
             self._owed -= 1
-            meta = msg.metadata
-            batch.append(Delivery(meta.sequence.stream, msg.subject, meta.timestamp, msg.data, msg.reply))
+            seq, stored_at = _position(msg.reply)
+            batch.append(Delivery(seq, msg.subject, stored_at, msg.data, msg.reply))
             return
         if status == "100":
             return  # idle heartbeat
@@ -134,3 +135,13 @@ class DurableConsumer:
             raise LogError(f"consumer {self._name} was deleted on the server")
         log.info("pull request ended: %s %s", status, msg.headers.get("Description"))
         self._owed = 0
+
+
+def _position(reply: str) -> tuple[int, datetime]:
+    """Stream sequence and store time from a JetStream ack subject (both of its formats)."""
+    tokens = reply.split(".")
+    if len(tokens) == 9:  # $JS.ACK.<stream>.<consumer>.<delivered>.<seq>.<cseq>.<time>.<pending>
+        return int(tokens[5]), store_time_from_ns(int(tokens[7]))
+    if len(tokens) >= 11:  # $JS.ACK.<domain>.<account>.<stream>.<consumer>.<delivered>.<seq>.<cseq>.<time>...
+        return int(tokens[7]), store_time_from_ns(int(tokens[9]))
+    raise LogError(f"not a JetStream delivery: reply subject {reply!r}")

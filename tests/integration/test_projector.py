@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, func, select
 
+from projections.base import Record
 from projections.checksum import table_checksums
+from projections.claim_page import fold
+from projections.page_model import PAGE
 from projections.registry import build_projections
 from projections.tables import claim_pages, unreadable_events
 from services.db import make_engine, upgrade
@@ -111,3 +114,13 @@ async def test_an_unreadable_event_is_recorded_and_later_events_still_project(
     assert [(r.seq, r.subject) for r in rows] == [(bad.seq, f"claims.{claim_id}.ClaimDrafted")]
     assert "invalid ClaimDrafted" in rows[0].reason
     assert [s.source_id for s in page.sources] == ["after"]
+
+
+async def test_folding_a_claims_own_events_gives_the_projected_page(claim_log: ClaimLog, engine: Engine, claim_id: str):
+    await append_history(claim_log, claim_id)
+    await project_all(claim_log, engine)
+    stored = await claim_log.read_claim(claim_id)
+    folded = fold(Record(s.seq, s.stored_at, s.event) for s in stored)
+    with engine.connect() as conn:
+        projected = claim_page(conn, claim_id)
+    assert PAGE.dump_python(projected, mode="json") == PAGE.dump_python(folded, mode="json")
