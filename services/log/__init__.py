@@ -2,8 +2,9 @@
 
 Everything that touches JetStream goes through this package: the stream's configuration and its
 refusal of deletes and purges (``stream``), appends with message ids, per-claim expected sequences
-and atomic batches (``writer``), reads of one claim's events (``reader``) and the projector's
-durable pull consumer (``consumer``).
+and atomic batches (``writer``, and ``pipeline`` for many claims in flight), the per-claim hash chain
+(``chain``), reads of one claim's events (``reader``) and the projector's durable pull consumer
+(``consumer``).
 """
 
 from services.log.chain import event_hash
