@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import nats.errors
 import nats.js.errors
@@ -27,22 +26,13 @@ class FencingError(RuntimeError):
     """Another projector moved the checkpoint: this one must stop writing."""
 
 
-@dataclass
-class Progress:
-    """What the projector has applied so far."""
-
-    checkpoint: int = 0
-    applied: int = 0
-    unreadable: int = 0
-
-
 class Projector:
     """Keeps a set of projections up to date with the log."""
 
     def __init__(self, log_: ClaimLog, engine: Engine, projections: Sequence[Projection], *, name: str, batch: int) -> None:
         self._log, self._engine, self._projections = log_, engine, list(projections)
         self._name, self._batch = name, batch
-        self.progress = Progress()
+        self.checkpoint = 0  # the last sequence committed, as the database has it
 
     def load_checkpoint(self) -> int:
         """The last sequence every projection has applied, registering new projections at 0."""
@@ -55,8 +45,8 @@ class Projector:
         positions = {known[p.name] for p in self._projections}
         if len(positions) != 1:
             raise RuntimeError(f"projections are at different positions {sorted(positions)}: rebuild them with replay")
-        self.progress.checkpoint = positions.pop()
-        return self.progress.checkpoint
+        self.checkpoint = positions.pop()
+        return self.checkpoint
 
     async def run(self, stop: asyncio.Event) -> None:
         """Apply events until ``stop`` is set, retrying with backoff when the database is unavailable."""
@@ -76,7 +66,7 @@ class Projector:
         task = asyncio.create_task(self.run(stop))
         try:
             async with asyncio.timeout(timeout):
-                while self.progress.checkpoint < seq:
+                while self.checkpoint < seq:
                     if task.done():
                         task.result()
                     await asyncio.sleep(0.005)
@@ -97,7 +87,7 @@ class Projector:
             await consumer.stop()
 
     async def _apply(self, consumer: DurableConsumer, deliveries: list[Delivery]) -> None:
-        fresh = [d for d in deliveries if d.seq > self.progress.checkpoint]
+        fresh = [d for d in deliveries if d.seq > self.checkpoint]
         if fresh:
             try:
                 # On the event loop, not in a worker thread: the projector's loop has nothing else to
@@ -123,20 +113,18 @@ class Projector:
             if unreadable:
                 conn.execute(insert(unreadable_events), unreadable)
             self._advance(conn, new_checkpoint)
-        self.progress.checkpoint = new_checkpoint
-        self.progress.applied += len(records)
-        self.progress.unreadable += len(unreadable)
+        self.checkpoint = new_checkpoint
 
     def _advance(self, conn: Connection, new_checkpoint: int) -> None:
         names = [p.name for p in self._projections]
         moved = conn.execute(
             update(checkpoints)
-            .where(checkpoints.c.name.in_(names), checkpoints.c.last_seq == self.progress.checkpoint)
+            .where(checkpoints.c.name.in_(names), checkpoints.c.last_seq == self.checkpoint)
             .values(last_seq=new_checkpoint)
         ).rowcount
         if moved != len(names):
             raise FencingError(
-                f"checkpoint of {names} is no longer at {self.progress.checkpoint}: another projector is writing"
+                f"checkpoint of {names} is no longer at {self.checkpoint}: another projector is writing"
             )
 
     def _forget(self) -> None:
