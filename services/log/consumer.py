@@ -48,6 +48,7 @@ class DurableConsumer:
         self._nc, self._stream, self._name, self._max_batch = nc, stream, name, max_batch
         self._queue: asyncio.Queue[Msg] = asyncio.Queue()
         self._owed = 0
+        self._heard_at = 0.0  # loop time of the last message or heartbeat
         self._sub = None
 
     async def start(self, after_seq: int) -> None:
@@ -58,6 +59,7 @@ class DurableConsumer:
         await jsm.add_consumer(self._stream, self._config(after_seq))
         self._sub = await self._nc.subscribe(self._nc.new_inbox(), cb=self._queue.put)
         self._owed = 0
+        self._heard_at = asyncio.get_running_loop().time()
 
     def _config(self, after_seq: int) -> ConsumerConfig:
         start = {"deliver_policy": DeliverPolicy.ALL}
@@ -80,11 +82,17 @@ class DurableConsumer:
             self._sub = None
 
     async def next_batch(self, *, timeout: float | None = None) -> list[Delivery]:
-        """Every delivered event already here (up to the batch size), waiting only for the first one."""
+        """Every delivered event already here (up to the batch size), waiting only for the first one.
+
+        Returns an empty list when ``timeout`` passes with nothing delivered.
+        """
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         batch: list[Delivery] = []
         while not batch:
+            if loop.time() - self._heard_at > 2 * HEARTBEAT:
+                self._owed = 0  # not even a heartbeat: the pull request was lost (a reconnect); ask again
+                self._heard_at = loop.time()
             await self._top_up()
             wait = 2 * HEARTBEAT if deadline is None else min(2 * HEARTBEAT, deadline - loop.time())
             if wait <= 0:
@@ -92,7 +100,6 @@ class DurableConsumer:
             try:
                 msg = await asyncio.wait_for(self._queue.get(), timeout=wait)
             except TimeoutError:
-                self._owed = 0  # no heartbeat either: the pull request was lost (reconnect); ask again
                 continue
             self._take(msg, batch)
             while len(batch) < self._max_batch and not self._queue.empty():
@@ -102,11 +109,6 @@ class DurableConsumer:
     async def ack_through(self, delivery: Delivery) -> None:
         """Acknowledge this delivery and every one before it (call only after they are committed)."""
         await self._nc.publish(delivery.reply, b"+ACK")
-
-    async def pending(self) -> int:
-        """Events in the log not yet delivered to this consumer: its lag."""
-        info = await self._nc.jetstream().consumer_info(self._stream, self._name)
-        return info.num_pending
 
     async def _top_up(self) -> None:
         if self._sub is None:
@@ -120,6 +122,7 @@ class DurableConsumer:
         self._owed += wanted
 
     def _take(self, msg: Msg, batch: list[Delivery]) -> None:
+        self._heard_at = asyncio.get_running_loop().time()
         status = (msg.headers or {}).get("Status") if msg.headers else None
         if status is None:
             self._owed -= 1
