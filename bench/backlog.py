@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bench.common import peak_rss_mb, publish_backlog  # noqa: E402
+from bench.common import arguments, peak_rss_mb, publish_backlog  # noqa: E402
 from projections.registry import build_projections  # noqa: E402
 from services.db import make_engine, upgrade  # noqa: E402
 from services.embedded import EmbeddedNats  # noqa: E402
@@ -120,10 +120,9 @@ def report(head: int, publish_rate: float, ours: float, peer: float | None, memo
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments(__doc__)
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--claims", type=int, default=10_000)
     parser.add_argument("--database", help="SQLAlchemy URL of an empty database (default: a fresh SQLite file)")
-    parser.add_argument("--sync", default="always", help="embedded nats-server sync_interval (always, or e.g. 2m)")
     parser.add_argument("--no-peer", action="store_true")
     asyncio.run(main(parser.parse_args()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import random
 import resource
 import statistics
@@ -41,3 +42,10 @@ async def publish_backlog(claim_log: ClaimLog, *, claims: int, per_claim: int, s
                     bar.update(task, completed=number * per_claim, rate=f"{speed:,.0f} events/s" if speed else "")
         bar.update(task, completed=claims * per_claim)
     return await claim_log.head()
+
+
+def arguments(doc: str | None) -> argparse.ArgumentParser:
+    """A benchmark's command line, with the options every benchmark shares."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sync", default="always", help="embedded nats-server sync_interval (always, or e.g. 2m)")
+    return parser

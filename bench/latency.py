@@ -29,7 +29,7 @@ import httpx  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bench.common import percentile  # noqa: E402
+from bench.common import arguments, percentile  # noqa: E402
 from bench.workload import BOT, MODEL  # noqa: E402
 from events import new_event_id  # noqa: E402
 from events.claim import ClaimDrafted  # noqa: E402
@@ -234,9 +234,8 @@ def report(ours: list[float], peer: list[float], args: argparse.Namespace) -> No
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments(__doc__)
     parser.add_argument("--rate", type=float, default=200)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--port", type=int, default=18765)
-    parser.add_argument("--sync", default="always")
     asyncio.run(main(parser.parse_args()))

@@ -63,4 +63,4 @@ async def import_page(
         except ConflictError:
             continue
         return PageOutcome(page.path, page.claim_id, 0 if appended.duplicate else len(events), appended.last_seq)
-    raise ConflictError(page.claim_id, -1, f"still moving after {CONFLICT_RETRIES} attempts")
+    raise ConflictError(page.claim_id, head_seq, f"other writers moved it during all {CONFLICT_RETRIES} attempts")

@@ -27,7 +27,7 @@ class Appended:
     """What the log acknowledged for one append."""
 
     claim_id: str
-    first_seq: int | None  # None when JetStream deduplicated a retry without saying where the first copy is
+    first_seq: int
     last_seq: int
     duplicate: bool  # a retry: the events were already stored, nothing new was written
     last_hash: str
@@ -84,7 +84,8 @@ async def settle_refusal(
 
 async def _stored_before(nc: Client, stream: str, claim_id: str, events: Sequence[Event], *, after_seq: int):
     wanted = [event.event_id for event in events]
-    stored = [s for s in await read_claim(nc, stream, claim_id, after_seq=after_seq) if s.msg_id in set(wanted)]
+    ours = set(wanted)
+    stored = [s for s in await read_claim(nc, stream, claim_id, after_seq=after_seq) if s.msg_id in ours]
     if [s.msg_id for s in stored] != wanted:
         return None
     return Appended(claim_id, stored[0].seq, stored[-1].seq, True, stored[-1].hash)
@@ -123,9 +124,8 @@ async def _request(nc: Client, subject: str, data: bytes, headers: dict[str, str
 def interpret_ack(ack: dict, claim_id: str, expected_seq: int, *, count: int, last_hash: str) -> Appended:
     error = ack.get("error")
     if error is None:
-        seq = int(ack["seq"])
-        duplicate = bool(ack.get("duplicate"))
-        return Appended(claim_id, None if duplicate else seq - count + 1, seq, duplicate, last_hash)
+        seq = int(ack["seq"])  # a deduplicated single event: where its first copy is
+        return Appended(claim_id, seq - count + 1, seq, bool(ack.get("duplicate")), last_hash)
     code = error.get("err_code")
     if code == WRONG_LAST_SEQUENCE:
         raise ConflictError(claim_id, expected_seq, error.get("description", ""))

@@ -75,7 +75,7 @@ class Projector:
             await task
 
     async def _consume(self, stop: asyncio.Event) -> None:
-        checkpoint = await asyncio.to_thread(self.load_checkpoint)
+        checkpoint = self.load_checkpoint()
         consumer = self._log.consumer(self._name, max_batch=self._batch)
         await consumer.start(checkpoint)
         try:
