@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.logging import RichHandler
 
+from services.actors_cli import actors_app
 from services.settings import Settings
 
 app = typer.Typer(help="claimlog: the event-sourced registry of research claims.", no_args_is_help=True)
@@ -19,6 +20,7 @@ db_app = typer.Typer(help="The read-model database.", no_args_is_help=True)
 schema_app = typer.Typer(help="The published event contract.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(schema_app, name="schema")
+app.add_typer(actors_app, name="actors")
 console = Console(stderr=True)
 
 
@@ -54,17 +56,19 @@ def projector() -> None:
 def api(
     host: Annotated[str | None, typer.Option(help="Host to bind (default CLAIMLOG_API_HOST).")] = None,
     port: Annotated[int | None, typer.Option(help="Port to bind (default CLAIMLOG_API_PORT).")] = None,
+    read_only: Annotated[bool, typer.Option(help="Serve reads only: no commands, no NATS connection.")] = False,
 ) -> None:
-    """Run the read API alone."""
+    """Run the HTTP API alone: reads, and commands (which connect to NATS as the writer)."""
     import uvicorn
 
     from services.db import make_engine, require_current
-    from services.read_api import create_app
+    from services.read_api.server import build_app
 
     settings = _setup()
     engine = make_engine(settings.resolved_database_url())
     require_current(engine)
-    uvicorn.run(create_app(engine), host=host or settings.api_host, port=port or settings.api_port, log_level="warning")
+    app = build_app(settings, engine, commands=not read_only)
+    uvicorn.run(app, host=host or settings.api_host, port=port or settings.api_port, log_level="warning")
 
 
 @app.command()

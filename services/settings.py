@@ -28,6 +28,9 @@ class Settings(BaseSettings):
     duplicate_window_seconds: float = Field(default=300.0, ge=120.0)
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8000, ge=0, le=65535)
+    read_wait_seconds: float = Field(
+        default=5.0, ge=0, le=60, description="How long a read with ?after=SEQ waits for the projections."
+    )
     projector_name: str = Field(default="projector", pattern=r"^[A-Za-z0-9_-]+$")
     projector_batch: int = Field(default=1000, ge=1, le=10_000)
 

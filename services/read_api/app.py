@@ -1,28 +1,84 @@
-"""The read API's application factory: one engine per app, passed in or built from settings."""
+"""The HTTP API's application factory: reads always, commands when the process can write to the log."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
 
+from services.actors import ActorStore
+from services.commands.http import router as command_router
+from services.commands.service import CommandService
+from services.log import ClaimLog
 from services.read_api.routes import router
 
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
-def create_app(engine: Engine) -> FastAPI:
-    """The read API over the read models behind ``engine``."""
+
+def create_app(engine: Engine, *, commands: bool = False, lifespan: Lifespan | None = None, read_wait: float = 5.0) -> FastAPI:
+    """The API over the read models behind ``engine``; with ``commands``, also the command routes.
+
+    The command routes need a writer on the log: ``attach_log`` gives them one, typically from
+    ``lifespan`` once the process has connected to NATS.
+    """
     app = FastAPI(
-        title="claimlog read API",
+        title="claimlog API",
         version="0.1.0",
-        description="Claim pages, listings and health, folded from the claim log.",
+        description="Claim pages and listings folded from the claim log; commands that append to it.",
+        lifespan=lifespan,
     )
     app.state.engine = engine
+    app.state.read_wait = read_wait
+    app.state.applied = 0  # the highest checkpoint this process has seen (for read-your-writes)
     app.include_router(router)
+    if commands:
+        app.include_router(command_router)
+        app.state.commands = None
+        app.state.actor_store = _not_ready
     app.add_exception_handler(HTTPException, _error_body)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     return app
+
+
+def attach_log(app: FastAPI, claim_log: ClaimLog) -> None:
+    """Give the command routes their writer (and the actors store on the same connection)."""
+    app.state.commands = CommandService(claim_log)
+    app.state.actor_store = _store_opener(claim_log)
+
+
+def _store_opener(claim_log: ClaimLog) -> Callable[[], AsyncIterator[ActorStore]]:
+    opened: list[ActorStore] = []
+    lock = asyncio.Lock()
+
+    async def actor_store() -> ActorStore:
+        if not opened:
+            async with lock:
+                if not opened:
+                    opened.append(await ActorStore.open(claim_log.nc))
+        return opened[0]
+
+    return actor_store
+
+
+async def _not_ready() -> ActorStore:
+    raise HTTPException(503, detail={"error": "not_ready", "message": "the API is not connected to the log yet"})
 
 
 async def _error_body(request: Request, error: HTTPException) -> JSONResponse:
     """Answer errors with {error, message} rather than FastAPI's {detail}."""
     body = error.detail if isinstance(error.detail, dict) else {"error": "http_error", "message": str(error.detail)}
     return JSONResponse(body, status_code=error.status_code, headers=getattr(error, "headers", None))
+
+
+async def _invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
+    """A request that does not validate: every problem, each with where it is."""
+    problems = [
+        {"where": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]} for e in error.errors()[:20]
+    ]
+    summary = "; ".join(f"{p['where']}: {p['problem']}" for p in problems[:5])
+    return JSONResponse({"error": "invalid_request", "message": summary, "problems": problems}, status_code=422)

@@ -25,33 +25,36 @@ SUMMARY_COLUMNS = (
 )
 
 
-def claim_page_json(conn: Connection, key: str) -> bytes | None:
-    """A claim's page (JSON) by id or slug, related claims resolved to pages by their statements.
+def claim_page_json(conn: Connection, key: str) -> tuple[bytes, int] | None:
+    """A claim's page (JSON) by id or slug and its version (last sequence), related claims resolved.
 
     One indexed read of the stored document, plus one for related claims known only by statement;
     the document is passed through as JSON, never re-validated on the way out.
     """
-    doc = conn.execute(
-        select(claim_pages.c.doc).where(or_(claim_pages.c.claim_id == key, claim_pages.c.slug == key)).limit(1)
-    ).scalar()
-    if doc is None:
+    row = conn.execute(
+        select(claim_pages.c.doc, claim_pages.c.last_seq)
+        .where(or_(claim_pages.c.claim_id == key, claim_pages.c.slug == key))
+        .limit(1)
+    ).first()
+    if row is None:
         return None
+    doc, version = row
     page = json.loads(doc)
     unresolved = {r["key"]: r for r in page["related"] if r["claim_id"] is None}
     if not unresolved:
-        return doc.encode()
+        return doc.encode(), version
     query = select(claim_pages.c.statement_key, claim_pages.c.claim_id).where(
         claim_pages.c.statement_key.in_(list(unresolved))
     )
     for statement_key, claim_id in conn.execute(query):
         unresolved[statement_key]["claim_id"] = claim_id
-    return json.dumps(page, ensure_ascii=False, separators=(",", ":")).encode()
+    return json.dumps(page, ensure_ascii=False, separators=(",", ":")).encode(), version
 
 
 def claim_page(conn: Connection, key: str) -> ClaimPage | None:
     """A claim's page as objects (for tools and tests), related claims resolved."""
-    data = claim_page_json(conn, key)
-    return None if data is None else PAGE.validate_json(data)
+    found = claim_page_json(conn, key)
+    return None if found is None else PAGE.validate_json(found[0])
 
 
 def claim_summaries(conn: Connection, *, after: str | None, limit: int, capability: str | None) -> list[dict]:

@@ -6,17 +6,20 @@ import base64
 import binascii
 import re
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 from events.envelope import CLAIM_ID_PATTERN
 from projections.page_model import ClaimPage
 from services.read_api import queries
+from services.read_api.consistency import visible_after
 from services.read_api.deps import DB
 from services.read_api.errors import ErrorBody, bad_request, not_found
 
 router = APIRouter()
+# Reads that take ``?after=SEQ`` / ``Claimlog-After``: answered once the projections have applied SEQ.
+Consistent = Depends(visible_after)
 
 
 class ClaimSummary(BaseModel):
@@ -48,19 +51,24 @@ class ClaimList(BaseModel):
     response_class=Response,
     responses={200: {"model": ClaimPage, "content": {"application/json": {}}}, 404: {"model": ErrorBody}},
     tags=["claims"],
+    dependencies=[Consistent],
 )
 async def get_claim(claim_key: str, db: DB) -> Response:
-    """The claim page, by claim id (CLM-0338) or slug."""
+    """The claim page, by claim id (CLM-0338) or slug. Its ETag is the claim's version (its last sequence),
+    for ``If-Match`` on commands."""
     # One indexed read (well under a millisecond) runs on the event loop: a hop to the thread pool
     # costs more than the query and, on two cores, doubles the page's latency under load.
     with db.connect() as conn:
-        page = queries.claim_page_json(conn, claim_key)
-    if page is None:
+        found = queries.claim_page_json(conn, claim_key)
+    if found is None:
         raise not_found("claim", claim_key)
-    return Response(page, media_type="application/json")
+    page, version = found
+    return Response(page, media_type="application/json", headers={"ETag": f'"{version}"'})
 
 
-@router.get("/claims", response_model=ClaimList, responses={400: {"model": ErrorBody}}, tags=["claims"])
+@router.get(
+    "/claims", response_model=ClaimList, responses={400: {"model": ErrorBody}}, tags=["claims"], dependencies=[Consistent]
+)
 def list_claims(
     db: DB,
     limit: int = Query(50, ge=1, le=200, description="Claims per page."),

@@ -1,0 +1,119 @@
+"""Actors and their bearer tokens, kept in a JetStream key-value bucket next to the log.
+
+A token is shown once, when it is made; the bucket keeps only its SHA-256 (tokens are 256 random
+bits, so a fast hash is enough: there is nothing to guess). A request's token is hashed, looked
+up, and compared in constant time; a revoked token stops working at the next request, because
+every request reads the bucket (one direct get, well under a millisecond on loopback).
+
+Keys: ``token.<sha256 of the token>`` -> ``TokenRecord`` as JSON. Nothing is deleted: revoking
+writes the record again with ``revoked_at`` set, and the bucket keeps the history.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import datetime
+
+from nats.aio.client import Client
+from nats.js.api import KeyValueConfig, StorageType
+from nats.js.errors import BucketNotFoundError, KeyNotFoundError, NotFoundError
+from nats.js.kv import KeyValue
+from pydantic import BaseModel, ConfigDict
+
+from events import Actor
+from events.envelope import utc_now
+
+BUCKET = "claimlog_actors"
+TOKEN_PREFIX = "clm_"
+
+
+class TokenRecord(BaseModel):
+    """One token: whose it is, when it was made, whether it was revoked."""
+
+    model_config = ConfigDict(frozen=True)
+
+    token_id: str  # the first 12 hex digits of the hash: safe to show, enough to name a token
+    actor: Actor
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
+class ActorsUnavailable(RuntimeError):
+    """The actors bucket does not exist yet: no actor has been added."""
+
+
+def token_hash(token: str) -> str:
+    """The SHA-256 of a token, as stored."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class ActorStore:
+    """Issue, look up, list and revoke tokens."""
+
+    def __init__(self, kv: KeyValue) -> None:
+        self._kv = kv
+
+    @classmethod
+    async def open(cls, nc: Client, *, create: bool = False, replicas: int = 1) -> ActorStore:
+        """The store on ``nc``; ``create`` makes the bucket when missing (needs admin rights)."""
+        js = nc.jetstream()
+        try:
+            return cls(await js.key_value(BUCKET))
+        except (BucketNotFoundError, NotFoundError):
+            if not create:
+                raise ActorsUnavailable(
+                    f"no actors yet (the key-value bucket {BUCKET} does not exist): add one with `claimlog actors add`"
+                ) from None
+        config = KeyValueConfig(
+            bucket=BUCKET, history=16, storage=StorageType.FILE, replicas=replicas, direct=True,
+            description="claimlog actors and the hashes of their bearer tokens",
+        )
+        return cls(await js.create_key_value(config))
+
+    async def issue(self, actor: Actor) -> tuple[str, TokenRecord]:
+        """A new token for ``actor``: the token itself (shown once) and its record."""
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        digest = token_hash(token)
+        record = TokenRecord(token_id=digest[:12], actor=actor, created_at=utc_now())
+        await self._kv.create(f"token.{digest}", record.model_dump_json().encode())
+        return token, record
+
+    async def authenticate(self, token: str) -> Actor | None:
+        """The actor a token belongs to, or None when it is unknown or revoked."""
+        if not token.startswith(TOKEN_PREFIX) or len(token) > 100:
+            return None
+        digest = token_hash(token)
+        try:
+            entry = await self._kv.get(f"token.{digest}")
+        except (KeyNotFoundError, NotFoundError):
+            return None
+        record = TokenRecord.model_validate_json(entry.value or b"{}")
+        if not hmac.compare_digest(record.token_id, digest[:12]) or record.revoked_at is not None:
+            return None
+        return record.actor
+
+    async def records(self) -> list[tuple[str, TokenRecord]]:
+        """Every token's key and record (for operators)."""
+        try:
+            keys = await self._kv.keys()
+        except NotFoundError:  # nats-py says "no keys found" this way
+            return []
+        found = []
+        for key in keys:
+            entry = await self._kv.get(key)
+            found.append((key, TokenRecord.model_validate_json(entry.value or b"{}")))
+        return sorted(found, key=lambda item: item[1].created_at)
+
+    async def revoke(self, *, actor_id: str | None = None, token_id: str | None = None) -> list[TokenRecord]:
+        """Revoke every live token of an actor, or one token by its id; returns what was revoked."""
+        revoked = []
+        now = utc_now()
+        for key, record in await self.records():
+            matches = record.actor.id == actor_id if actor_id is not None else record.token_id == token_id
+            if matches and record.revoked_at is None:
+                updated = record.model_copy(update={"revoked_at": now})
+                await self._kv.put(key, updated.model_dump_json().encode())
+                revoked.append(updated)
+        return revoked

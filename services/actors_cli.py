@@ -1,0 +1,96 @@
+"""``claimlog actors add/list/revoke``: who may write, and their bearer tokens."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from events import Actor
+from services.actors import ActorStore, ActorsUnavailable
+
+actors_app = typer.Typer(help="Actors who may write, and their bearer tokens (stored hashed).", no_args_is_help=True)
+out = Console()
+
+
+def _run(work):
+    import asyncio
+
+    from services.cli import _setup
+    from services.runtime import open_log
+
+    settings = _setup("WARNING")
+
+    async def main():
+        async with open_log(settings, client_name="claimlog-actors", role="admin") as log:
+            return await work(log)
+
+    return asyncio.run(main())
+
+
+@actors_app.command("add")
+def add(
+    actor_id: Annotated[str, typer.Argument(help="The actor's id, as pages will show it (e.g. ada, ingest-bot).")],
+    kind: Annotated[str, typer.Option(help="person, model or service.")] = "person",
+    model: Annotated[str | None, typer.Option(help="The model's name and version, for kind model.")] = None,
+) -> None:
+    """Add an actor (or another token for one) and print its bearer token, once."""
+    try:
+        actor = Actor(id=actor_id, kind=kind, model=model)
+    except ValueError as error:
+        raise typer.BadParameter(str(error).splitlines()[-1].strip()) from None
+
+    async def work(log):
+        store = await ActorStore.open(log.nc, create=True)
+        return await store.issue(actor)
+
+    token, record = _run(work)
+    typer.echo(token)  # stdout: the token alone, for scripts
+    Console(stderr=True).print(
+        f"token {record.token_id} for {actor.kind.value} [bold]{actor.id}[/bold]"
+        f"{f' ({actor.model})' if actor.model else ''}: shown once, keep it secret"
+    )
+
+
+@actors_app.command("list")
+def list_actors() -> None:
+    """Every token: its id, whose it is, when it was made, whether it is revoked."""
+
+    async def work(log):
+        try:
+            return await (await ActorStore.open(log.nc)).records()
+        except ActorsUnavailable:
+            return []
+
+    table = Table("token", "actor", "kind", "model", "created", "revoked")
+    for _, record in _run(work):
+        table.add_row(
+            record.token_id,
+            record.actor.id,
+            record.actor.kind.value,
+            record.actor.model or "",
+            f"{record.created_at:%Y-%m-%d %H:%M:%S}Z",
+            f"{record.revoked_at:%Y-%m-%d %H:%M:%S}Z" if record.revoked_at else "",
+        )
+    out.print(table)
+
+
+@actors_app.command("revoke")
+def revoke(
+    actor_id: Annotated[str | None, typer.Argument(help="Revoke every token of this actor.")] = None,
+    token: Annotated[str | None, typer.Option(help="Revoke one token by its id (from `actors list`).")] = None,
+) -> None:
+    """Revoke an actor's tokens (or one token); they stop working at the next request."""
+    if (actor_id is None) == (token is None):
+        raise typer.BadParameter("name an actor, or one token with --token, not both")
+
+    async def work(log):
+        return await (await ActorStore.open(log.nc)).revoke(actor_id=actor_id, token_id=token)
+
+    revoked = _run(work)
+    if not revoked:
+        Console(stderr=True).print(f"[red]no live token of {actor_id or token}[/red]")
+        raise typer.Exit(1)
+    Console(stderr=True).print(f"revoked {len(revoked)} token(s): {', '.join(r.token_id for r in revoked)}")

@@ -1,0 +1,182 @@
+"""``decide(command, state, ctx) -> events``: pure, one rule per command, a ``Rejected`` when it does not apply.
+
+The rules, in words (docs/commands.md lists them with their reasons):
+
+- a claim is drafted once; every other command needs a drafted claim;
+- a retracted or superseded claim is closed: it can no longer be revised, retracted, superseded,
+  reviewed, related, or take new sources and disagreements; what is already on it can still be
+  withdrawn, answered, resolved or unrelated;
+- sources, disagreements and reviews are named by the producer and named once; acting on one
+  needs it to exist; a withdrawn source or review cannot be corrected or withdrawn again; a
+  resolved disagreement cannot be answered or resolved again;
+- a review is of a revision that exists, by a person or by an AI model (never a service), and its
+  kind follows from the authenticated actor;
+- a claim superseded by, or related to, another claim by id needs that claim to exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import ValidationError
+
+from events import Actor, ActorKind, Event
+from services.commands.models import Command
+from services.commands.state import ClaimState
+
+CLOSED_FOR = frozenset(
+    {"revise_claim", "retract_claim", "supersede_claim", "attach_source", "file_disagreement", "record_review", "relate_claims"}
+)
+
+
+class Rejected(Exception):
+    """A command that does not apply: an HTTP status, a machine-readable reason and a sentence."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.reason, self.message = status, reason, message
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a decision needs besides the command and the state: who, when, which id, what else exists."""
+
+    actor: Actor
+    event_id: str
+    now: datetime
+    correlation_id: str | None = None
+    existing_claims: frozenset[str] = frozenset()  # other claims this command refers to that exist
+
+
+def decide(command: Command, state: ClaimState, ctx: Context) -> list[Event]:
+    """The events that carry out ``command`` on a claim in ``state``, or ``Rejected``."""
+    name = command.command
+    claim = command.claim_id
+    if name == "draft_claim":
+        if state.drafted:
+            raise Rejected(409, "claim_exists", f"{claim} is already drafted; revise it instead")
+    elif not state.drafted:
+        raise Rejected(404, "claim_not_found", f"no claim {claim}: draft it first")
+    elif name in CLOSED_FOR and state.lifecycle != "active":
+        raise Rejected(409, f"claim_{state.lifecycle}", f"{claim} is {state.lifecycle}: it cannot take {name}")
+    extra = RULES.get(name, _no_rule)(command, state, ctx)
+    return [_event(command, ctx, **extra)]
+
+
+def _no_rule(command: Command, state: ClaimState, ctx: Context) -> dict:
+    return {}
+
+
+def _supersede(command, state: ClaimState, ctx: Context) -> dict:
+    successor = command.superseded_by
+    if successor == command.claim_id:
+        raise Rejected(422, "superseded_by_itself", f"{command.claim_id} cannot supersede itself")
+    _require_claim(successor, ctx)
+    return {}
+
+
+def _attach(command, state: ClaimState, ctx: Context) -> dict:
+    if command.source_id in state.sources:
+        raise Rejected(409, "source_exists", f"{command.claim_id} already has a source {command.source_id!r}")
+    return {}
+
+
+def _act_on_source(command, state: ClaimState, ctx: Context) -> dict:
+    source = state.sources.get(command.source_id)
+    if source is None:
+        raise Rejected(404, "source_not_found", f"{command.claim_id} has no source {command.source_id!r}")
+    if source == "withdrawn":
+        raise Rejected(409, "source_withdrawn", f"source {command.source_id!r} of {command.claim_id} is withdrawn")
+    return {}
+
+
+def _file(command, state: ClaimState, ctx: Context) -> dict:
+    if command.disagreement_id in state.disagreements:
+        raise Rejected(409, "disagreement_exists", f"{command.claim_id} already has a disagreement {command.disagreement_id!r}")
+    if command.source_id is not None and command.source_id not in state.sources:
+        raise Rejected(404, "source_not_found", f"{command.claim_id} has no source {command.source_id!r} to disagree with")
+    return {}
+
+
+def _act_on_disagreement(command, state: ClaimState, ctx: Context) -> dict:
+    disagreement = state.disagreements.get(command.disagreement_id)
+    if disagreement is None:
+        raise Rejected(404, "disagreement_not_found", f"{command.claim_id} has no disagreement {command.disagreement_id!r}")
+    if disagreement == "resolved":
+        raise Rejected(409, "disagreement_resolved", f"disagreement {command.disagreement_id!r} is already resolved")
+    return {}
+
+
+def _review(command, state: ClaimState, ctx: Context) -> dict:
+    if ctx.actor.kind is ActorKind.SERVICE:
+        raise Rejected(403, "reviewer_not_allowed", "reviews are by a person or an AI model, not by a service")
+    if command.review_id in state.reviews:
+        raise Rejected(409, "review_exists", f"{command.claim_id} already has a review {command.review_id!r}")
+    if command.revision > state.revision:
+        raise Rejected(
+            422, "revision_not_found", f"{command.claim_id} is at revision {state.revision}; revision {command.revision} does not exist"
+        )
+    return {"reviewer_kind": "person" if ctx.actor.kind is ActorKind.PERSON else "ai"}
+
+
+def _withdraw_review(command, state: ClaimState, ctx: Context) -> dict:
+    review = state.reviews.get(command.review_id)
+    if review is None:
+        raise Rejected(404, "review_not_found", f"{command.claim_id} has no review {command.review_id!r}")
+    if review == "withdrawn":
+        raise Rejected(409, "review_withdrawn", f"review {command.review_id!r} of {command.claim_id} is already withdrawn")
+    return {}
+
+
+def _relate(command, state: ClaimState, ctx: Context) -> dict:
+    if command.related_claim_id is not None:
+        _require_claim(command.related_claim_id, ctx)
+    return {}
+
+
+def _unrelate(command, state: ClaimState, ctx: Context) -> dict:
+    if command.related_key not in state.related:
+        raise Rejected(404, "relation_not_found", f"{command.claim_id} is not related to {command.related_key}")
+    return {}
+
+
+def _require_claim(claim_id: str, ctx: Context) -> None:
+    if claim_id not in ctx.existing_claims:
+        raise Rejected(404, "claim_not_found", f"no claim {claim_id}")
+
+
+RULES = {
+    "supersede_claim": _supersede,
+    "attach_source": _attach,
+    "correct_source": _act_on_source,
+    "withdraw_source": _act_on_source,
+    "file_disagreement": _file,
+    "answer_disagreement": _act_on_disagreement,
+    "resolve_disagreement": _act_on_disagreement,
+    "record_review": _review,
+    "withdraw_review": _withdraw_review,
+    "relate_claims": _relate,
+    "unrelate_claims": _unrelate,
+}
+
+
+def referenced_claims(command: Command) -> set[str]:
+    """Other claims a command refers to by id, which must exist for it to apply."""
+    other = getattr(command, "superseded_by", None) or getattr(command, "related_claim_id", None)
+    return {other} if other and other != command.claim_id else set()
+
+
+def _event(command: Command, ctx: Context, **decided) -> Event:
+    try:
+        return command.event_type()(
+            event_id=ctx.event_id,
+            occurred_at=ctx.now,
+            actor=ctx.actor,
+            correlation_id=ctx.correlation_id,
+            **command.facts(),
+            **decided,
+        )
+    except ValidationError as error:  # an event-level rule, e.g. a revision that changes nothing
+        problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
+        raise Rejected(422, "invalid_command", f"{command.command} on {command.claim_id}: {problems}") from None

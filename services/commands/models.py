@@ -1,0 +1,89 @@
+"""Commands: what a producer asks for. One per event type, its body the event's facts without the envelope.
+
+A command names no actor and no time: who acts comes from authentication, when from the clock of
+the service that decides it. The optional ``event_id`` lets a producer that keeps its own ids make
+retries safe without an ``Idempotency-Key``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+
+from events import EVENT_TYPES, Event
+from events.envelope import ClaimId
+
+# The envelope, which the command service fills in; a command body never carries it.
+ENVELOPE = frozenset(Event.model_fields) - {"claim_id"}
+EVENT_ID = Annotated[
+    str,
+    Field(
+        pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+        description="The producer's own id for the event; a retry with the same id publishes once.",
+    ),
+]
+
+# command name -> (event type it produces, event fields the service decides rather than the body)
+COMMANDS: dict[str, tuple[str, frozenset[str]]] = {
+    "draft_claim": ("ClaimDrafted", frozenset()),
+    "revise_claim": ("ClaimRevised", frozenset()),
+    "retract_claim": ("ClaimRetracted", frozenset()),
+    "supersede_claim": ("ClaimSuperseded", frozenset()),
+    "attach_source": ("SourceAttached", frozenset()),
+    "correct_source": ("SourceCorrected", frozenset()),
+    "withdraw_source": ("SourceWithdrawn", frozenset()),
+    "file_disagreement": ("DisagreementFiled", frozenset()),
+    "answer_disagreement": ("DisagreementAnswered", frozenset()),
+    "resolve_disagreement": ("DisagreementResolved", frozenset()),
+    # A review's kind follows from who is authenticated: a person, or a model ("ai").
+    "record_review": ("ReviewRecorded", frozenset({"reviewer_kind"})),
+    "withdraw_review": ("ReviewWithdrawn", frozenset()),
+    "relate_claims": ("ClaimsRelated", frozenset()),
+    "unrelate_claims": ("ClaimsUnrelated", frozenset()),
+}
+
+
+class Command(BaseModel):
+    """Base of every command: the claim it acts on and, optionally, the producer's event id."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    command: str
+    claim_id: ClaimId
+    event_id: EVENT_ID | None = None
+
+    @classmethod
+    def event_type(cls) -> type[Event]:
+        """The event class this command produces when it is accepted."""
+        return EVENT_TYPES[COMMANDS[cls.model_fields["command"].default][0]]
+
+    def facts(self) -> dict[str, Any]:
+        """The event fields this command carries (everything but ``command`` and ``event_id``)."""
+        return {name: getattr(self, name) for name in type(self).model_fields if name not in ("command", "event_id")}
+
+
+def _command_model(name: str, event_type: str, decided: frozenset[str]) -> type[Command]:
+    event_cls = EVENT_TYPES[event_type]
+    fields: dict[str, Any] = {"command": (Literal[name], name)}  # type: ignore[valid-type]
+    for field_name, info in event_cls.model_fields.items():
+        if field_name in ENVELOPE or field_name in decided or field_name == "claim_id":
+            continue
+        fields[field_name] = (info.annotation, info)
+    model_name = "".join(part.title() for part in name.split("_"))
+    doc = f"Ask for a {event_type} event. {event_cls.__doc__ or ''}".strip()
+    return create_model(model_name, __base__=Command, __doc__=doc, __module__=__name__, **fields)
+
+
+COMMAND_TYPES: dict[str, type[Command]] = {
+    name: _command_model(name, event_type, decided) for name, (event_type, decided) in COMMANDS.items()
+}
+AnyCommand = Annotated[Union[tuple(COMMAND_TYPES.values())], Field(discriminator="command")]  # noqa: UP007
+COMMAND_ADAPTER: TypeAdapter[Command] = TypeAdapter(AnyCommand)
+
+
+def parse_command(data: bytes | str | dict[str, Any]) -> Command:
+    """A command from JSON (or a dict), validated; raises pydantic's ValidationError with every problem."""
+    if isinstance(data, dict):
+        return COMMAND_ADAPTER.validate_python(data)
+    return COMMAND_ADAPTER.validate_json(data)

@@ -1,0 +1,131 @@
+"""Carry out one command: read the claim, decide, append with the expected sequence, answer with sequences.
+
+Retries and races are safe by construction:
+
+- the event id is the producer's own, or derived from the actor and the ``Idempotency-Key``, so a
+  retried command finds its event already in the claim's history (however long ago) and answers
+  with the sequence it was stored at, publishing nothing; JetStream's duplicate window catches two
+  copies racing each other;
+- the append expects the claim's last sequence: when another writer got there first, the command
+  is decided again against the new state (without ``If-Match``), or refused with 409 (with it).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from events import Actor, Event, new_event_id
+from events.envelope import utc_now
+from services.commands.decide import Context, Rejected, decide, referenced_claims
+from services.commands.models import Command
+from services.commands.state import ClaimState, claim_state
+from services.log import ClaimLog, ConflictError
+
+ATTEMPTS = 5
+IDEMPOTENCY_NAMESPACE = uuid.UUID("6f1c2a0e-3d4b-5c6d-8e9f-0a1b2c3d4e5f")
+
+
+def idempotent_event_id(actor: Actor, key: str, index: int = 0) -> str:
+    """The event id a command with this idempotency key gets, the same on every retry by this actor."""
+    return str(uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"{actor.id}\x00{key}\x00{index}"))
+
+
+@dataclass(frozen=True)
+class StoredRef:
+    """One event a command produced: its id, type and where the log stored it."""
+
+    event_id: str
+    type: str
+    seq: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a command did: the events at their sequences, and whether it was a retry of one already done."""
+
+    claim_id: str
+    command: str
+    events: list[StoredRef]
+    duplicate: bool
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence to read after (``?after=``) to see this write."""
+        return self.events[-1].seq
+
+
+class CommandService:
+    """Decides commands against the log and appends what they produce."""
+
+    def __init__(self, log: ClaimLog, *, clock: Callable[[], datetime] = utc_now) -> None:
+        self._log, self._clock = log, clock
+
+    async def execute(
+        self,
+        command: Command,
+        actor: Actor,
+        *,
+        idempotency_key: str | None = None,
+        expected_version: int | None = None,
+    ) -> Outcome:
+        """Carry out ``command`` as ``actor``; raises ``Rejected`` when it does not apply."""
+        event_id = command.event_id or (
+            idempotent_event_id(actor, idempotency_key) if idempotency_key else new_event_id()
+        )
+        existing = await self._existing(referenced_claims(command))
+        for _ in range(ATTEMPTS):
+            state = claim_state(command.claim_id, await self._log.read_claim(command.claim_id))
+            done = already_done(command, state, event_id)
+            if done is not None:
+                return done
+            if expected_version is not None and expected_version != state.head_seq:
+                raise stale(command.claim_id, expected_version, state.head_seq)
+            ctx = Context(actor=actor, event_id=event_id, now=self._clock(), correlation_id=event_id, existing_claims=existing)
+            events = decide(command, state, ctx)
+            try:
+                appended = await self._log.append(
+                    command.claim_id, events, expected_seq=state.head_seq, prev_hash=state.head_hash
+                )
+            except ConflictError:
+                if expected_version is not None:
+                    raise stale(command.claim_id, expected_version, None) from None
+                continue  # another writer moved the claim: decide again against what it did
+            return Outcome(command.claim_id, command.command, refs(events, appended.first_seq), appended.duplicate)
+        raise Rejected(409, "write_conflict", f"{command.claim_id} kept changing during {ATTEMPTS} attempts; retry")
+
+    async def _existing(self, claim_ids: set[str]) -> frozenset[str]:
+        found = set()
+        for claim_id in claim_ids:
+            if (await self._log.claim_head(claim_id)).seq > 0:
+                found.add(claim_id)
+        return frozenset(found)
+
+
+def already_done(command: Command, state: ClaimState, event_id: str) -> Outcome | None:
+    """The outcome of an earlier run of the same command (same event id), if the log has it."""
+    written = state.written.get(event_id)
+    if written is None:
+        return None
+    expected = command.event_type().model_fields["type"].default
+    if written.type != expected:
+        raise Rejected(
+            422,
+            "idempotency_key_reused",
+            f"event {event_id} of {command.claim_id} is a {written.type}, not a {expected}: "
+            "an idempotency key (or event id) names one command only",
+        )
+    return Outcome(command.claim_id, command.command, [StoredRef(event_id, written.type, written.seq)], True)
+
+
+def refs(events: list[Event], first_seq: int) -> list[StoredRef]:
+    """Where each appended event was stored."""
+    return [StoredRef(e.event_id, e.type, first_seq + i) for i, e in enumerate(events)]
+
+
+def stale(claim_id: str, expected: int, current: int | None) -> Rejected:
+    """The refusal of a write made against an old version of the claim."""
+    now = f"it is at {current}" if current is not None else "another writer has just moved it"
+    return Rejected(409, "stale_version", f"If-Match expected {claim_id} at version {expected}, but {now}; read it again")

@@ -1,0 +1,88 @@
+"""A claim's state as the command side needs it, folded from the claim's events in the log.
+
+Smaller than the claim page: only what decisions look at (does it exist, is it open, which
+sources, disagreements, reviews and relations it has, which revision it is at), plus where its
+history ends, so an append can say which sequence it expects and which hash it chains to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from events import Event, UnknownEventError
+from events.claim import ClaimDrafted, ClaimRetracted, ClaimRevised, ClaimSuperseded
+from events.disagreement import DisagreementFiled, DisagreementResolved
+from events.relation import ClaimsRelated, ClaimsUnrelated
+from events.review import ReviewRecorded, ReviewWithdrawn
+from events.source import SourceAttached, SourceWithdrawn
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """An event of this claim already in the log: where, and of which type."""
+
+    seq: int
+    type: str
+
+
+@dataclass(slots=True)
+class ClaimState:
+    """Everything a decision about one claim may look at."""
+
+    claim_id: str
+    drafted: bool = False
+    lifecycle: str = "active"  # active, retracted, superseded
+    revision: int = 0
+    sources: dict[str, str] = field(default_factory=dict)  # source id -> active / withdrawn
+    disagreements: dict[str, str] = field(default_factory=dict)  # id -> open / resolved
+    reviews: dict[str, str] = field(default_factory=dict)  # id -> active / withdrawn
+    related: set[str] = field(default_factory=set)  # related keys
+    written: dict[str, Written] = field(default_factory=dict)  # event id -> where it is
+    head_seq: int = 0  # the claim's last sequence in the log (0: no events yet)
+    head_hash: str | None = None  # SHA-256 of its last stored bytes
+
+    def evolve(self, event: Event, seq: int, stored_hash: str) -> None:
+        """Take one stored event into account (events arrive in log order)."""
+        self.written[event.event_id] = Written(seq, event.type)
+        self.head_seq, self.head_hash = seq, stored_hash
+        match event:
+            case ClaimDrafted():
+                self.drafted, self.revision = True, max(self.revision, 1)
+            case ClaimRevised():
+                self.revision += 1
+            case ClaimRetracted():
+                self.lifecycle = "retracted"
+            case ClaimSuperseded():
+                self.lifecycle = "superseded"
+            case SourceAttached():
+                self.sources.setdefault(event.source_id, "active")
+            case SourceWithdrawn() if event.source_id in self.sources:
+                self.sources[event.source_id] = "withdrawn"
+            case DisagreementFiled():
+                self.disagreements.setdefault(event.disagreement_id, "open")
+            case DisagreementResolved() if event.disagreement_id in self.disagreements:
+                self.disagreements[event.disagreement_id] = "resolved"
+            case ReviewRecorded():
+                self.reviews.setdefault(event.review_id, "active")
+            case ReviewWithdrawn() if event.review_id in self.reviews:
+                self.reviews[event.review_id] = "withdrawn"
+            case ClaimsRelated():
+                self.related.add(event.related_key)
+            case ClaimsUnrelated():
+                self.related.discard(event.related_key)
+
+
+def claim_state(claim_id: str, stored: Iterable) -> ClaimState:
+    """The state of a claim from its stored events (``StoredEvent``: seq, event, hash), in log order."""
+    state = ClaimState(claim_id)
+    for item in stored:
+        try:
+            event = item.event
+        except UnknownEventError:
+            # Published around the command API and unreadable: the projector records it; here it
+            # only moves the head, so the next append still expects the right sequence.
+            state.head_seq, state.head_hash = item.seq, item.hash
+            continue
+        state.evolve(event, item.seq, item.hash)
+    return state

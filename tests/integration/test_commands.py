@@ -1,0 +1,229 @@
+"""Commands over HTTP against a real nats-server and a running projector, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from sqlalchemy import Engine
+
+from events import Actor
+from projections.registry import build_projections
+from services.actors import ActorStore
+from services.log import ClaimLog
+from services.projector import Projector
+from services.read_api.app import attach_log, create_app
+from tests.conftest import random_claim_id
+
+
+@dataclass
+class Api:
+    http: httpx.AsyncClient
+    log: ClaimLog
+    store: ActorStore
+    tokens: dict[str, str]
+
+    async def send(self, command: str, who: str = "ada", *, headers: dict | None = None, **body) -> httpx.Response:
+        auth = {"Authorization": f"Bearer {self.tokens[who]}"} if who else {}
+        return await self.http.post(f"/commands/{command}", json=body, headers={**auth, **(headers or {})})
+
+    async def page(self, claim_id: str, after: int) -> dict:
+        response = await self.http.get(f"/claims/{claim_id}", params={"after": after})
+        assert response.status_code == 200, response.text
+        return response.json()
+
+
+ACTORS = {
+    "ada": Actor(id="ada", kind="person"),
+    "grace": Actor(id="grace", kind="person"),
+    "drafter": Actor(id="drafter", kind="model", model="drafter-2"),
+    "bot": Actor(id="source-bot", kind="service"),
+}
+
+
+@pytest.fixture
+async def api(claim_log: ClaimLog, engine: Engine) -> AsyncIterator[Api]:
+    store = await ActorStore.open(claim_log.nc, create=True)
+    tokens = {name: (await store.issue(actor))[0] for name, actor in ACTORS.items()}
+    app = create_app(engine, commands=True, read_wait=10.0)
+    attach_log(app, claim_log)
+    projector = Projector(claim_log, engine, build_projections(), name="projector", batch=1000)
+    stop = asyncio.Event()
+    running = asyncio.create_task(projector.run(stop))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://claimlog") as http:
+        yield Api(http, claim_log, store, tokens)
+    stop.set()
+    await running
+
+
+def draft(claim_id: str) -> dict:
+    return {
+        "claim_id": claim_id,
+        "slug": f"claim-{claim_id.lower()}",
+        "statement": "Planning before acting helps small models.",
+        "capability": "Planning",
+        "observed_on": "A small benchmark.",
+        "drafted_confidence": "low",
+        "falsifier": "A replication that finds no effect.",
+    }
+
+
+async def test_every_command_shows_its_effect_on_the_claim_page(api: Api):
+    claim, other = random_claim_id(), random_claim_id()
+    assert (await api.send("draft_claim", "drafter", **draft(claim))).status_code == 201
+    assert (await api.send("draft_claim", "ada", **draft(other))).status_code == 201
+    steps = [
+        ("revise_claim", "ada", {"statement": "Planning before acting helps.", "falsifier": "No effect at scale."}),
+        ("attach_source", "bot", {"source_id": "s1", "relation": "supports", "measured": "Accuracy +4 points."}),
+        ("attach_source", "bot", {"source_id": "s2", "relation": "contradicts", "measured": "No gain."}),
+        ("correct_source", "ada", {"source_id": "s1", "measured": "Accuracy +3 points.", "reason": "Typo."}),
+        ("withdraw_source", "bot", {"source_id": "s2", "reason": "Wrong paper."}),
+        ("file_disagreement", "grace", {"disagreement_id": "d1", "argument": "Too small a benchmark.", "source_id": "s1"}),
+        ("answer_disagreement", "ada", {"disagreement_id": "d1", "answer": "A larger run is planned."}),
+        ("resolve_disagreement", "grace", {"disagreement_id": "d1", "outcome": "upheld"}),
+        ("record_review", "drafter", {"review_id": "r1", "verdict": "sound", "confidence": "medium", "revision": 2}),
+        ("record_review", "grace", {"review_id": "r2", "verdict": "unsound", "confidence": "high", "revision": 1}),
+        ("withdraw_review", "grace", {"review_id": "r2", "reason": "Reviewed the wrong revision."}),
+        ("relate_claims", "ada", {"related_claim_id": other, "rank": 1}),
+        ("relate_claims", "ada", {"statement": "A claim without a page yet.", "capability": "Planning"}),
+        ("unrelate_claims", "ada", {"related_key": other}),
+        ("retract_claim", "ada", {"reason": "The benchmark was contaminated."}),
+    ]
+    last = 0
+    for command, who, body in steps:
+        response = await api.send(command, who, claim_id=claim, **body)
+        assert response.status_code == 201, (command, response.text)
+        result = response.json()
+        assert result["last_seq"] > last and result["events"][0]["seq"] == result["last_seq"]
+        assert response.headers["etag"] == f'"{result["last_seq"]}"'
+        last = result["last_seq"]
+    assert (await api.send("supersede_claim", "ada", claim_id=other, superseded_by=claim)).status_code == 201
+
+    page = await api.page(claim, after=last)
+    assert page["statement"] == "Planning before acting helps." and page["revision"] == 2
+    assert page["notes"]["falsifier_as_drafted"] == "A replication that finds no effect."
+    assert page["notes"]["falsifier_now"] == "No effect at scale."
+    sources = {s["source_id"]: s for s in page["sources"]}
+    assert sources["s1"]["measured"] == "Accuracy +3 points." and sources["s1"]["brought"]["by"]["id"] == "source-bot"
+    assert sources["s1"]["corrections"][0]["stamp"]["by"]["id"] == "ada"
+    assert sources["s2"]["state"] == "withdrawn" and sources["s2"]["withdrawn"]["reason"] == "Wrong paper."
+    [disagreement] = page["disagreements"]
+    assert disagreement["state"] == "resolved" and disagreement["outcome"] == "upheld"
+    assert disagreement["filed"]["by"]["id"] == "grace" and disagreement["answers"][0]["stamp"]["by"]["id"] == "ada"
+    reviews = {r["review_id"]: r for r in page["reviews"]}
+    assert reviews["r1"]["reviewer_kind"] == "ai" and reviews["r1"]["recorded"]["by"]["model"] == "drafter-2"
+    assert reviews["r2"]["reviewer_kind"] == "person" and reviews["r2"]["state"] == "withdrawn"
+    assert [r["statement"] for r in page["related"]] == ["A claim without a page yet."]
+    assert page["status"]["lifecycle"] == "retracted"
+    assert page["counts"]["sources_by_relation"]["supports"] == 1 and page["counts"]["sources_withdrawn"] == 1
+    assert page["counts"]["reviews_ai"] == 1 and page["counts"]["reviews_person"] == 0
+    superseded = await api.page(other, after=last + 1)
+    assert superseded["status"]["lifecycle"] == "superseded" and superseded["status"]["superseded_by"] == claim
+
+
+async def test_a_write_without_a_valid_token_is_refused_and_publishes_nothing(api: Api):
+    claim = random_claim_id()
+    head = await api.log.head()
+    missing = await api.send("draft_claim", None, **draft(claim))
+    assert missing.status_code == 401 and missing.headers["www-authenticate"].startswith("Bearer")
+    forged = await api.http.post("/commands/draft_claim", json=draft(claim), headers={"Authorization": "Bearer clm_forged"})
+    assert forged.status_code == 401 and forged.json()["error"] == "unauthorized"
+    await api.store.revoke(actor_id="grace")
+    revoked = await api.send("draft_claim", "grace", **draft(claim))
+    assert revoked.status_code == 401 and "revoked" in revoked.json()["message"]
+    assert await api.log.head() == head
+
+
+async def test_the_actor_comes_from_the_token_not_the_body(api: Api):
+    claim = random_claim_id()
+    forged = await api.send("draft_claim", "ada", **draft(claim), actor={"id": "someone-else", "kind": "person"})
+    assert forged.status_code == 422 and "actor" in forged.json()["message"]
+    created = await api.send("draft_claim", "ada", **draft(claim))
+    page = await api.page(claim, after=created.json()["last_seq"])
+    assert page["notes"]["drafted"]["by"] == {"id": "ada", "kind": "person", "model": None}
+
+
+async def test_a_command_sent_twice_with_one_idempotency_key_adds_one_event(api: Api):
+    claim = random_claim_id()
+    await api.send("draft_claim", "ada", **draft(claim))
+    key = {"Idempotency-Key": "attach-s1-once"}
+    body = {"claim_id": claim, "source_id": "s1", "relation": "supports", "measured": "+4."}
+    first = await api.send("attach_source", "bot", headers=key, **body)
+    head = await api.log.head()
+    again = await api.send("attach_source", "bot", headers=key, **body)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["duplicate"] is True and again.json()["events"] == first.json()["events"]
+    assert await api.log.head() == head
+    misuse = await api.send("withdraw_source", "bot", headers=key, claim_id=claim, source_id="s1", reason="x")
+    assert misuse.status_code == 422 and misuse.json()["error"] == "idempotency_key_reused"
+    assert len((await api.page(claim, after=head))["sources"]) == 1
+
+
+async def test_two_writers_racing_on_one_version_end_with_one_success_and_one_409(api: Api):
+    claim = random_claim_id()
+    version = (await api.send("draft_claim", "ada", **draft(claim))).json()["last_seq"]
+    etag = (await api.http.get(f"/claims/{claim}", params={"after": version})).headers["etag"]
+    racing = [
+        api.send("attach_source", who, headers={"If-Match": etag}, claim_id=claim, source_id=f"s-{who}", relation="supports", measured="x")
+        for who in ("ada", "grace")
+    ]
+    statuses = sorted(r.status_code for r in await asyncio.gather(*racing))
+    assert statuses == [201, 409]
+    stale = await api.send("attach_source", "ada", headers={"If-Match": etag}, claim_id=claim, source_id="late", relation="supports", measured="x")
+    assert stale.status_code == 409 and stale.json()["error"] == "stale_version"
+    assert len(await api.log.read_claim(claim)) == 2
+
+
+@pytest.mark.parametrize(
+    ("command", "who", "body", "status", "reason"),
+    [
+        ("attach_source", "bot", {"claim_id": "CLM-00000001", "source_id": "s", "relation": "supports", "measured": "x"}, 404, "claim_not_found"),
+        ("resolve_disagreement", "ada", {"disagreement_id": "d-resolved", "outcome": "rejected"}, 409, "disagreement_resolved"),
+        ("answer_disagreement", "ada", {"disagreement_id": "nope", "answer": "x"}, 404, "disagreement_not_found"),
+        ("record_review", "ada", {"review_id": "r9", "verdict": "sound", "confidence": "low", "revision": 7}, 422, "revision_not_found"),
+        ("record_review", "bot", {"review_id": "r9", "verdict": "sound", "confidence": "low", "revision": 1}, 403, "reviewer_not_allowed"),
+        ("withdraw_source", "ada", {"source_id": "missing", "reason": "x"}, 404, "source_not_found"),
+        ("attach_source", "bot", {"source_id": "s1", "relation": "supports", "measured": "again"}, 409, "source_exists"),
+        ("revise_claim", "ada", {"reason": "changes nothing"}, 422, "invalid_command"),
+        ("attach_source", "bot", {"source_id": "s", "relation": "proves", "measured": "x"}, 422, "invalid_request"),
+        ("relate_claims", "ada", {"related_claim_id": "CLM-00000002"}, 404, "claim_not_found"),
+    ],
+)
+async def test_a_command_that_does_not_apply_is_refused_with_a_reason_and_publishes_nothing(api: Api, command, who, body, status, reason):
+    claim = random_claim_id()
+    await api.send("draft_claim", "ada", **draft(claim))
+    await api.send("attach_source", "bot", claim_id=claim, source_id="s1", relation="supports", measured="x")
+    await api.send("file_disagreement", "grace", claim_id=claim, disagreement_id="d-resolved", argument="x")
+    await api.send("resolve_disagreement", "grace", claim_id=claim, disagreement_id="d-resolved", outcome="upheld")
+    head = await api.log.head()
+    response = await api.send(command, who, **{"claim_id": claim, **body})
+    assert (response.status_code, response.json()["error"]) == (status, reason), response.text
+    assert response.json()["message"]
+    assert await api.log.head() == head
+
+
+async def test_a_retracted_claim_takes_no_new_evidence(api: Api):
+    claim = random_claim_id()
+    await api.send("draft_claim", "ada", **draft(claim))
+    await api.send("retract_claim", "ada", claim_id=claim, reason="Contaminated.")
+    response = await api.send("attach_source", "bot", claim_id=claim, source_id="s", relation="supports", measured="x")
+    assert (response.status_code, response.json()["error"]) == (409, "claim_retracted")
+
+
+async def test_the_generic_route_takes_any_command_by_name(api: Api):
+    claim = random_claim_id()
+    response = await api.http.post(
+        "/commands", json={"command": "draft_claim", **draft(claim)}, headers={"Authorization": f"Bearer {api.tokens['ada']}"}
+    )
+    assert response.status_code == 201 and response.json()["command"] == "draft_claim"
+
+
+async def test_a_read_after_a_sequence_not_yet_applied_says_so_within_its_wait(api: Api, engine: Engine):
+    app = create_app(engine, read_wait=0.2)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://claimlog") as http:
+        response = await http.get("/claims", headers={"Claimlog-After": str(10**9)})
+    assert response.status_code == 503 and response.json()["error"] == "not_yet_visible"
+    assert response.headers["retry-after"] == "1"
