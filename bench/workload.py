@@ -55,3 +55,48 @@ def claim_events(claim_number: int, per_claim: int, rng: random.Random) -> list[
                 reviewer_kind="person", verdict="sound", confidence="medium", revision=1,
             ))
     return events[:per_claim]
+
+
+def claim_commands(claim_number: int, per_claim: int, rng: random.Random) -> list[dict]:
+    """``per_claim`` commands for one claim (JSON Lines objects): a draft, then evidence, disagreements, reviews."""
+    claim_id = f"CLM-{claim_number:07d}"
+    commands: list[dict] = [{
+        "command": "draft_claim", "claim_id": claim_id, "slug": f"claim-{claim_number}",
+        "statement": sentence(rng, 40), "capability": f"Capability {claim_number % 12}",
+        "observed_on": sentence(rng, 20), "drafted_confidence": "low", "falsifier": sentence(rng, 20),
+    }]
+    sources = disagreements = 0
+    while len(commands) < per_claim:
+        roll = rng.random()
+        if roll < 0.6 or sources == 0:
+            sources += 1
+            commands.append({
+                "command": "attach_source", "claim_id": claim_id, "source_id": f"s{sources}",
+                "relation": rng.choice(["validates", "supports", "contradicts", "qualifies"]),
+                "measured": sentence(rng, 35), "breadth": sentence(rng, 15),
+            })
+        elif roll < 0.8:
+            disagreements += 1
+            commands.append({"command": "file_disagreement", "claim_id": claim_id, "disagreement_id": f"d{disagreements}", "argument": sentence(rng, 30)})
+        elif roll < 0.9 and disagreements:
+            commands.append({"command": "answer_disagreement", "claim_id": claim_id, "disagreement_id": f"d{disagreements}", "answer": sentence(rng, 20)})
+        else:
+            commands.append({"command": "withdraw_source", "claim_id": claim_id, "source_id": f"s{sources}", "reason": sentence(rng, 8)})
+            sources += 1  # a withdrawn source is never withdrawn twice: the next ones get new ids
+            commands.append({
+                "command": "attach_source", "claim_id": claim_id, "source_id": f"s{sources}", "relation": "mentions",
+                "measured": sentence(rng, 20),
+            })
+    return commands[:per_claim]
+
+
+def write_commands(path, *, claims: int, per_claim: int, seed: int = 1) -> int:
+    """A JSON Lines file of ``claims`` x ``per_claim`` commands; returns the number of lines."""
+    import json
+
+    rng = random.Random(seed)
+    with open(path, "w") as out:
+        for number in range(claims):
+            for command in claim_commands(number, per_claim, rng):
+                out.write(json.dumps(command) + "\n")
+    return claims * per_claim

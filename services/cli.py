@@ -73,18 +73,31 @@ def api(
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Registry page files (text format).")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="Registry pages (text), or JSON Lines of commands (*.jsonl).")] = None,
     sample: Annotated[bool, typer.Option(help="Ingest the sample pages shipped with claimlog.")] = False,
+    token: Annotated[
+        str | None, typer.Option(envvar="CLAIMLOG_TOKEN", help="Bearer token of the actor writing JSON Lines commands.")
+    ] = None,
+    report: Annotated[Path | None, typer.Option(help="Write the JSON Lines report (every rejected line) here.")] = None,
+    window: Annotated[int, typer.Option(min=1, max=4096, help="Appends in flight at once (JSON Lines).")] = 512,
 ) -> None:
-    """Publish the events that produce registry pages; a page already in the log publishes nothing new."""
-    from services.ingest.cli import ingest_files
+    """Publish events: registry pages (what the log lacks of each), or commands from JSON Lines.
+
+    Running the same input again publishes nothing new.
+    """
+    from services.ingest.cli import ingest_commands, ingest_files
     from services.ingest.pages import sample_pages
 
     settings = _setup("WARNING")
     files = list(paths or []) + (sample_pages() if sample else [])
     if not files:
-        raise typer.BadParameter("name at least one page file, or use --sample")
-    raise typer.Exit(asyncio.run(ingest_files(settings, files, console)))
+        raise typer.BadParameter("name at least one page file or .jsonl file, or use --sample")
+    command_files = [f for f in files if f.suffix == ".jsonl"]
+    pages = [f for f in files if f.suffix != ".jsonl"]
+    code = asyncio.run(ingest_files(settings, pages, console)) if pages else 0
+    for path in command_files:
+        code = max(code, asyncio.run(ingest_commands(settings, path, token, console, report_path=report, window=window)))
+    raise typer.Exit(code)
 
 
 @db_app.command("upgrade")

@@ -47,6 +47,7 @@ class Context:
     now: datetime
     correlation_id: str | None = None
     existing_claims: frozenset[str] = frozenset()  # other claims this command refers to that exist
+    prev_hash: str | None = None  # the claim's last stored hash, so the event is built chained
 
 
 def decide(command: Command, state: ClaimState, ctx: Context) -> list[Event]:
@@ -161,9 +162,13 @@ RULES = {
 }
 
 
+REFERENCES = {"supersede_claim": "superseded_by", "relate_claims": "related_claim_id"}
+
+
 def referenced_claims(command: Command) -> set[str]:
     """Other claims a command refers to by id, which must exist for it to apply."""
-    other = getattr(command, "superseded_by", None) or getattr(command, "related_claim_id", None)
+    field = REFERENCES.get(command.command)
+    other = getattr(command, field) if field else None
     return {other} if other and other != command.claim_id else set()
 
 
@@ -174,6 +179,7 @@ def _event(command: Command, ctx: Context, **decided) -> Event:
             occurred_at=ctx.now,
             actor=ctx.actor,
             correlation_id=ctx.correlation_id,
+            prev_hash=ctx.prev_hash,
             **command.facts(),
             **decided,
         )

@@ -83,7 +83,10 @@ class CommandService:
                 return done
             if expected_version is not None and expected_version != state.head_seq:
                 raise stale(command.claim_id, expected_version, state.head_seq)
-            ctx = Context(actor=actor, event_id=event_id, now=self._clock(), correlation_id=event_id, existing_claims=existing)
+            ctx = Context(
+                actor=actor, event_id=event_id, now=self._clock(), correlation_id=event_id,
+                existing_claims=existing, prev_hash=state.head_hash,
+            )
             events = decide(command, state, ctx)
             try:
                 appended = await self._log.append(

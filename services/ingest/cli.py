@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from services.ingest.page_format import PageFormatError
 from services.ingest.pages import PageOutcome, import_page, read_page
@@ -49,3 +56,69 @@ def _report(outcomes: list[PageOutcome], console: Console) -> int:
         f"{len(unchanged)} already in the log, {len(failed)} refused"
     )
     return 1 if failed else 0
+
+
+async def ingest_commands(
+    settings: Settings, path: Path, token: str | None, console: Console, *, report_path: Path | None = None, window: int = 512
+) -> int:
+    """Apply a JSON Lines file of commands as the token's actor; returns the exit code (1 when any line was rejected)."""
+    from services.actors import ActorStore, ActorsUnavailable
+    from services.commands.bulk import BulkIngest, read_commands, report_json
+
+    if not token:
+        console.print("[red]commands are written by an actor[/red]: pass --token (or set CLAIMLOG_TOKEN); see `claimlog actors add`")
+        return 2
+    async with open_log(settings, client_name="claimlog-ingest", role="writer") as claim_log:
+        try:
+            actor = await (await ActorStore.open(claim_log.nc)).authenticate(token)
+        except ActorsUnavailable as error:
+            actor, reason = None, str(error)
+        else:
+            reason = "the token is unknown or revoked"
+        if actor is None:
+            console.print(f"[red]refused[/red]: {reason}")
+            return 2
+        lines, errors = read_commands(path, actor)
+        with Progress(
+            TextColumn(f"[bold]{path.name}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(), TimeRemainingColumn(), console=console,
+        ) as progress:
+            task = progress.add_task("commands", total=len(lines), rate="")
+            advance = throttled_advance(progress, task, "commands")
+            bulk = BulkIngest(claim_log, actor, window=window, on_line=advance)
+            report = await bulk.run(lines)
+    report.lines += len(errors)
+    report.rejected = sorted(report.rejected + errors, key=lambda e: e.number)
+    if report_path is not None:
+        report_path.write_text(report_json(report) + "\n")
+    for error in report.rejected[:20]:
+        console.print(f"[red]line {error.number}[/red] {error.reason}: {error.message}", highlight=False)
+    if len(report.rejected) > 20:
+        console.print(f"... and {len(report.rejected) - 20} more rejected lines" + (f" (all in {report_path})" if report_path else " (--report FILE lists them all)"))
+    console.print(
+        f"{report.lines} lines: {report.accepted} accepted, {report.present} already present, "
+        f"{len(report.rejected)} rejected; as {actor.kind.value} {actor.id}"
+        + (f"; log sequence {report.last_seq}" if report.last_seq else "")
+    )
+    return 1 if report.rejected else 0
+
+
+def throttled_advance(progress: Progress, task, unit: str, every: float = 0.1):
+    """A callback advancing ``task`` that redraws at most every ``every`` seconds.
+
+    Rich's ``Task.speed`` walks its samples on each call: per line, it cost more than the work.
+    """
+    import time
+
+    pending = [0, time.monotonic()]
+
+    def advance(count: int) -> None:
+        pending[0] += count
+        now = time.monotonic()
+        if now - pending[1] >= every or progress.tasks[0].completed + pending[0] >= (progress.tasks[0].total or 0):
+            progress.update(task, advance=pending[0])
+            speed = progress.tasks[0].speed
+            progress.update(task, rate=f"{speed:,.0f} {unit}/s" if speed else "")
+            pending[0], pending[1] = 0, now
+
+    return advance

@@ -9,7 +9,7 @@ from nats.aio.client import Client
 from events import Event
 from services.log.consumer import DurableConsumer
 from services.log.pipeline import Pipeline
-from services.log.reader import ClaimHead, StoredEvent, claim_head, read_claim, stream_head
+from services.log.reader import ClaimHead, ClaimReader, StoredEvent, claim_head, stream_head
 from services.log.stream import StreamSpec, ensure_stream
 from services.log.writer import Appended, append
 
@@ -21,6 +21,7 @@ class ClaimLog:
         self.nc = nc
         self.spec = spec
         self.stream = spec.name
+        self._reader = ClaimReader(nc, spec.name)
 
     async def ensure(self) -> None:
         """Create the stream, or refuse one that lets events be deleted or purged."""
@@ -36,7 +37,7 @@ class ClaimLog:
         self, claim_id: str, *, after_seq: int = 0, up_to_seq: int | None = None
     ) -> list[StoredEvent]:
         """The claim's events in log order, optionally a window of them."""
-        return await read_claim(self.nc, self.stream, claim_id, after_seq=after_seq, up_to_seq=up_to_seq)
+        return await self._reader.read(claim_id, after_seq=after_seq, up_to_seq=up_to_seq)
 
     async def claim_head(self, claim_id: str) -> ClaimHead:
         """The claim's last sequence and hash."""

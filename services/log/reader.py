@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js.errors import NotFoundError
 
 from events import Event, decode
@@ -90,45 +92,101 @@ async def read_claim(
     up_to_seq: int | None = None,
     timeout: float = 5.0,
 ) -> list[StoredEvent]:
-    """The claim's events in log order, after ``after_seq`` and up to ``up_to_seq`` when given."""
-    events: list[StoredEvent] = []
-    inbox = nc.new_inbox()
-    sub = await nc.subscribe(inbox)
-    try:
+    """The claim's events in log order, after ``after_seq`` and up to ``up_to_seq`` when given.
+
+    A one-off read with its own reply subscription; ``ClaimReader`` shares one for many reads.
+    """
+    async with ClaimReader(nc, stream) as reader:
+        return await reader.read(claim_id, after_seq=after_seq, up_to_seq=up_to_seq, timeout=timeout)
+
+
+class ClaimReader:
+    """Reads claims with batched direct gets, all answered on one wildcard reply subscription.
+
+    Two things make a read cheap (measured in docs/architecture.md): a claim's last sequence comes
+    first from the indexed last-by-subject lookup, so a claim with no events (every new claim) costs
+    no scan of the stream, and the replies of every read in flight arrive on one subscription
+    instead of a subscribe and an unsubscribe per read.
+    """
+
+    def __init__(self, nc: Client, stream: str) -> None:
+        self._nc, self._stream = nc, stream
+        self._prefix = nc.new_inbox()
+        self._sub = None
+        self._pending: dict[str, tuple[asyncio.Future[bool], list[StoredEvent]]] = {}
+        self._counter = 0
+
+    async def __aenter__(self) -> ClaimReader:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Subscribe to the replies (once)."""
+        if self._sub is None:
+            self._sub = await self._nc.subscribe(f"{self._prefix}.*", cb=self._on_reply)
+
+    async def close(self) -> None:
+        """Stop listening for replies."""
+        if self._sub is not None:
+            sub, self._sub = self._sub, None
+            await sub.unsubscribe()
+
+    async def read(
+        self, claim_id: str, *, after_seq: int = 0, up_to_seq: int | None = None, timeout: float = 5.0
+    ) -> list[StoredEvent]:
+        """The claim's events in log order, after ``after_seq`` and up to ``up_to_seq`` when given."""
+        head = await claim_head(self._nc, self._stream, claim_id)
+        last = head.seq if up_to_seq is None else min(head.seq, up_to_seq)
+        events: list[StoredEvent] = []
         start = after_seq + 1
-        while True:
-            page, more = await _page(nc, sub, stream, claim_filter(claim_id), start, timeout)
-            for stored in page:
-                if up_to_seq is not None and stored.seq > up_to_seq:
-                    return events
-                events.append(stored)
-            if not more or not page:
-                return events
+        while start <= last:
+            page, more = await self._page(claim_filter(claim_id), start, timeout)
+            events.extend(stored for stored in page if stored.seq <= last)
+            if not more or not page or page[-1].seq >= last:
+                break
             start = page[-1].seq + 1
-    finally:
-        await sub.unsubscribe()
+        return events
 
+    async def _page(self, subject: str, start: int, timeout: float) -> tuple[list[StoredEvent], bool]:
+        await self.start()
+        self._counter += 1
+        token = str(self._counter)
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        page: list[StoredEvent] = []
+        self._pending[token] = (done, page)
+        request = json.dumps({"seq": start, "next_by_subj": subject, "batch": PAGE}).encode()
+        try:
+            await self._nc.publish(f"$JS.API.DIRECT.GET.{self._stream}", request, reply=f"{self._prefix}.{token}")
+            more = await asyncio.wait_for(done, timeout)
+        except TimeoutError:
+            raise LogError(f"reading {subject} from {self._stream}: no answer within {timeout}s") from None
+        finally:
+            self._pending.pop(token, None)
+        return page, more
 
-async def _page(nc: Client, sub, stream: str, subject: str, start: int, timeout: float):
-    request = json.dumps({"seq": start, "next_by_subj": subject, "batch": PAGE}).encode()
-    await nc.publish(f"$JS.API.DIRECT.GET.{stream}", request, reply=sub.subject)
-    page: list[StoredEvent] = []
-    while True:
-        msg = await sub.next_msg(timeout=timeout)
+    async def _on_reply(self, msg: Msg) -> None:
+        entry = self._pending.get(msg.subject[len(self._prefix) + 1 :])
+        if entry is None or entry[0].done():
+            return  # a late reply to a read that timed out
+        done, page = entry
         headers = msg.headers or {}
         status = headers.get("Status")
         if status == "404":
-            return page, False
-        if status == "204":
-            return page, int(headers.get("Nats-Num-Pending", "0")) > 0
-        if status:
-            raise LogError(f"reading {subject} from {stream} failed: {status} {headers.get('Description')}")
-        page.append(
-            StoredEvent(
-                seq=int(headers["Nats-Sequence"]),
-                subject=headers["Nats-Subject"],
-                stored_at=parse_store_time(headers["Nats-Time-Stamp"]),
-                data=msg.data,
-                msg_id=headers.get("Nats-Msg-Id"),
+            done.set_result(False)
+        elif status == "204":
+            done.set_result(int(headers.get("Nats-Num-Pending", "0")) > 0)
+        elif status:
+            done.set_exception(LogError(f"reading from {self._stream} failed: {status} {headers.get('Description')}"))
+        else:
+            page.append(
+                StoredEvent(
+                    seq=int(headers["Nats-Sequence"]),
+                    subject=headers["Nats-Subject"],
+                    stored_at=parse_store_time(headers["Nats-Time-Stamp"]),
+                    data=msg.data,
+                    msg_id=headers.get("Nats-Msg-Id"),
+                )
             )
-        )
