@@ -100,6 +100,28 @@ def ingest(
     raise typer.Exit(code)
 
 
+@app.command()
+def unreadable(
+    after: Annotated[int, typer.Option(help="Only events after this log sequence.")] = 0,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many.")] = 100,
+) -> None:
+    """Events in the log the projections could not read (skipped, with the reason); exits 1 when there are any."""
+    from rich.table import Table
+
+    from services.db import make_engine
+    from services.read_api.queries import unreadable as unreadable_rows
+
+    settings = _setup("WARNING")
+    engine = make_engine(settings.resolved_database_url())
+    with engine.connect() as conn:
+        rows = unreadable_rows(conn, after=after, limit=limit)
+    table = Table("seq", "subject", "reason", title=f"{len(rows)} unreadable event(s)")
+    for row in rows:
+        table.add_row(str(row["seq"]), row["subject"], row["reason"])
+    Console().print(table)
+    raise typer.Exit(1 if rows else 0)
+
+
 @db_app.command("upgrade")
 def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
     """Migrate the read-model schema (Alembic)."""
@@ -113,15 +135,21 @@ def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")]
 
 @schema_app.command("export")
 def schema_export(
-    out: Annotated[Path, typer.Option(help="Directory to write one JSON Schema per event into.")] = Path("schemas/events"),
+    out: Annotated[Path, typer.Option(help="Directory to write the schemas into (events/ and commands/ below it).")] = Path("schemas"),
 ) -> None:
-    """Write the JSON Schema of every event, for producers in any language."""
+    """Write the JSON Schemas of every event and command, and the AsyncAPI document, for producers in any language."""
     from events.schema import event_schemas
+    from services.asyncapi import asyncapi_document
+    from services.commands.models import command_schemas
 
-    out.mkdir(parents=True, exist_ok=True)
-    for name, schema in event_schemas().items():
-        (out / f"{name}.json").write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
-    console.print(f"wrote {len(event_schemas())} schemas to {out}")
+    for kind, schemas in (("events", event_schemas()), ("commands", command_schemas())):
+        folder = out / kind
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, schema in schemas.items():
+            (folder / f"{name}.json").write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
+        console.print(f"wrote {len(schemas)} {kind} schemas to {folder}")
+    (out / "asyncapi.json").write_text(json.dumps(asyncapi_document(), indent=2, sort_keys=True) + "\n")
+    console.print(f"wrote the AsyncAPI document of the claim subjects to {out / 'asyncapi.json'}")
 
 
 def main() -> None:

@@ -87,3 +87,16 @@ def parse_command(data: bytes | str | dict[str, Any]) -> Command:
     if isinstance(data, dict):
         return COMMAND_ADAPTER.validate_python(data)
     return COMMAND_ADAPTER.validate_json(data)
+
+
+def command_schemas() -> dict[str, dict[str, Any]]:
+    """One JSON Schema per command, plus ``AnyCommand`` (a line of a JSON Lines file, or ``POST /commands``)."""
+    schemas = {}
+    for name, model in COMMAND_TYPES.items():
+        schema = model.model_json_schema()
+        schema["required"] = ["command", *schema.get("required", [])]  # optional on its own route only
+        schemas[name] = schema
+    union = COMMAND_ADAPTER.json_schema()
+    union["description"] = "Any claimlog command: the body of POST /commands, or one line of a JSON Lines file."
+    schemas["AnyCommand"] = union
+    return schemas

@@ -15,6 +15,7 @@ from services.actors import ActorStore
 from services.commands.http import router as command_router
 from services.commands.service import CommandService
 from services.log import ClaimLog
+from services.read_api.contract import router as contract_router
 from services.read_api.routes import router
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
@@ -36,6 +37,7 @@ def create_app(engine: Engine, *, commands: bool = False, lifespan: Lifespan | N
     app.state.read_wait = read_wait
     app.state.applied = 0  # the highest checkpoint this process has seen (for read-your-writes)
     app.include_router(router)
+    app.include_router(contract_router)
     if commands:
         app.include_router(command_router)
         app.state.commands = None

@@ -7,7 +7,7 @@ import json
 from sqlalchemy import Connection, or_, select
 
 from projections.page_model import PAGE, ClaimPage
-from projections.tables import checkpoints, claim_pages
+from projections.tables import checkpoints, claim_pages, unreadable_events
 
 SUMMARY_COLUMNS = (
     claim_pages.c.claim_id,
@@ -70,3 +70,14 @@ def claim_summaries(conn: Connection, *, after: str | None, limit: int, capabili
 def positions(conn: Connection) -> dict[str, int]:
     """Each projection's last applied log sequence."""
     return dict(conn.execute(select(checkpoints.c.name, checkpoints.c.last_seq)).all())
+
+
+def unreadable(conn: Connection, *, after: int, limit: int) -> list[dict]:
+    """Events the projections could not read, in log order after sequence ``after``."""
+    query = (
+        select(unreadable_events.c.seq, unreadable_events.c.subject, unreadable_events.c.reason)
+        .where(unreadable_events.c.seq > after)
+        .order_by(unreadable_events.c.seq)
+        .limit(limit)
+    )
+    return [dict(row._mapping) for row in conn.execute(query)]

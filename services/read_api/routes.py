@@ -85,6 +85,26 @@ def list_claims(
     return ClaimList(items=[ClaimSummary(**row) for row in rows], next_cursor=next_cursor)
 
 
+class UnreadableEvent(BaseModel):
+    """An event in the log that no projection could read: where it is, and why."""
+
+    seq: int
+    subject: str
+    reason: str
+
+
+@router.get("/unreadable-events", response_model=list[UnreadableEvent], tags=["operations"])
+def list_unreadable(
+    db: DB,
+    after: int = Query(0, ge=0, description="Only events after this log sequence."),
+    limit: int = Query(100, ge=1, le=1000),
+) -> list[UnreadableEvent]:
+    """Events published around the command API that failed validation (unknown type, bad payload, a schema
+    version from the future). The projections skipped them and went on; each stays in the log."""
+    with db.connect() as conn:
+        return [UnreadableEvent(**row) for row in queries.unreadable(conn, after=after, limit=limit)]
+
+
 @router.get("/health", tags=["operations"])
 def health(db: DB) -> JSONResponse:
     """Whether the read models can be read, and how far each projection has applied the log."""

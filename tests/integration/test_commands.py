@@ -227,3 +227,12 @@ async def test_a_read_after_a_sequence_not_yet_applied_says_so_within_its_wait(a
         response = await http.get("/claims", headers={"Claimlog-After": str(10**9)})
     assert response.status_code == 503 and response.json()["error"] == "not_yet_visible"
     assert response.headers["retry-after"] == "1"
+
+
+async def test_the_asyncapi_document_of_the_claim_subjects_is_served_next_to_openapi(api: Api):
+    document = (await api.http.get("/asyncapi.json")).json()
+    assert document["asyncapi"] == "3.0.0"
+    assert document["channels"]["SourceAttached"]["address"] == "claims.{claim_id}.SourceAttached"
+    page = await api.http.get("/asyncapi")
+    assert page.status_code == 200 and "claimlog events" in page.text
+    assert "/commands/attach_source" in (await api.http.get("/openapi.json")).json()["paths"]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import nats
 from sqlalchemy import Engine, select
@@ -57,3 +60,17 @@ async def test_each_unreadable_event_is_recorded_with_why_and_a_valid_claim_stil
     assert "invalid ClaimDrafted" in rows[2].reason and "ClaimDrafted schema_version 99" in rows[3].reason
     assert bad_page is None
     assert valid_page.statement == f"Statement of {valid_claim}." and valid_page.as_of_seq == await claim_log.head()
+
+    # Visible through the API and the CLI, not only in the table.
+    from fastapi.testclient import TestClient
+
+    from services.read_api import create_app
+
+    listed = TestClient(create_app(engine)).get("/unreadable-events").json()
+    assert [(e["seq"], e["reason"]) for e in listed] == [(row.seq, row.reason) for row in rows]
+    env = {**os.environ, "CLAIMLOG_DATABASE_URL": engine.url.render_as_string(hide_password=False), "COLUMNS": "250"}
+    shown = subprocess.run(
+        [sys.executable, "-m", "services.cli", "unreadable"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 1, shown.stderr
+    assert "4 unreadable event(s)" in shown.stdout and "ClaimTeleported" in shown.stdout
