@@ -1,0 +1,163 @@
+"""Only the writers may write: the embedded nats-server's users and permissions, against the real server."""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import nats
+import nats.errors
+import pytest
+from nats.aio.client import Client
+from nats.js.api import KeyValueConfig
+from sqlalchemy import Engine
+
+from projections.registry import build_projections
+from services.db import make_engine, upgrade
+from services.embedded import EmbeddedNats, running_url
+from services.log import ClaimLog, LogConfigError, StreamSpec, connect
+from services.log.connection import redact
+from services.nats_roles import ACTORS_BUCKET, USERS_FILE, read_passwords
+from services.projector import Projector
+from services.read_api.queries import claim_page
+from services.runtime import open_log
+from services.settings import Settings
+from tests.builders import drafted, history
+
+REFUSED = (nats.errors.TimeoutError, TimeoutError)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[EmbeddedNats]:
+    embedded = EmbeddedNats(tmp_path / "nats", sync="always")
+    embedded.start()
+    yield embedded
+    embedded.stop()
+
+
+@pytest.fixture
+async def admin_log(server: EmbeddedNats) -> AsyncIterator[ClaimLog]:
+    """The log as admin, with the stream created."""
+    nc = await connect(server.url_for("admin"))
+    claim_log = ClaimLog(nc, StreamSpec("CLAIMS"))
+    await claim_log.ensure()
+    yield claim_log
+    await nc.close()
+
+
+@pytest.fixture
+def read_models(tmp_path: Path) -> Iterator[Engine]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'read-models.sqlite3'}")
+    upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+async def as_role(server: EmbeddedNats, role: str) -> ClaimLog:
+    return ClaimLog(await connect(server.url_for(role), name=f"test-{role}"), StreamSpec("CLAIMS"))
+
+
+def permission_refused(nc: Client) -> bool:
+    return nc.last_error is not None and "permissions violation" in str(nc.last_error).lower()
+
+
+@pytest.mark.parametrize("role", ["reader", "projector"])
+async def test_a_reader_or_projector_publishing_a_claim_event_is_refused_by_the_server(
+    server: EmbeddedNats, admin_log: ClaimLog, claim_id: str, role: str
+):
+    before = await admin_log.head()
+    other = await as_role(server, role)
+    try:
+        with pytest.raises(REFUSED):
+            await other.nc.request(f"claims.{claim_id}.ClaimDrafted", drafted(claim_id).model_dump_json().encode(), timeout=1)
+        assert permission_refused(other.nc)
+    finally:
+        await other.nc.close()
+    assert await admin_log.head() == before
+    assert await admin_log.read_claim(claim_id) == []
+
+
+async def test_the_writer_appends_through_the_claim_log(server: EmbeddedNats, admin_log: ClaimLog, claim_id: str):
+    writer = await as_role(server, "writer")
+    try:
+        await writer.ensure()  # the stream exists: this only reads its info
+        head = await writer.claim_head(claim_id)
+        appended = await writer.append(claim_id, history(claim_id), expected_seq=head.seq, prev_hash=head.hash)
+        assert [s.seq for s in await writer.read_claim(claim_id)] == list(range(appended.first_seq, appended.last_seq + 1))
+    finally:
+        await writer.nc.close()
+    assert await admin_log.head() == appended.last_seq
+
+
+async def test_the_writer_reads_the_actors_bucket_but_may_not_change_it(server: EmbeddedNats, admin_log: ClaimLog):
+    bucket = await admin_log.nc.jetstream().create_key_value(KeyValueConfig(bucket=ACTORS_BUCKET, history=4, direct=True))
+    first = await bucket.put("token.abc", b"ada")
+    await bucket.put("token.abc", b"ada, revoked")
+    writer = await as_role(server, "writer")
+    try:
+        kv = await writer.nc.jetstream(timeout=1).key_value(ACTORS_BUCKET)
+        assert (await kv.get("token.abc")).value == b"ada, revoked"
+        assert (await kv.get("token.abc", revision=first)).value == b"ada"
+        with pytest.raises(REFUSED):
+            await kv.put("token.abc", b"mallory")
+        assert permission_refused(writer.nc)
+    finally:
+        await writer.nc.close()
+    assert (await bucket.get("token.abc")).value == b"ada, revoked"
+
+
+async def test_the_projector_role_runs_the_real_projector(
+    server: EmbeddedNats, admin_log: ClaimLog, read_models: Engine, claim_id: str
+):
+    await admin_log.append(claim_id, history(claim_id), expected_seq=0, prev_hash=None)
+    projector_log = await as_role(server, "projector")
+    try:
+        await projector_log.ensure()
+        projector = Projector(projector_log, read_models, build_projections(), name="projector", batch=100)
+        await projector.run_until(await projector_log.head(), timeout=30)
+    finally:
+        await projector_log.nc.close()
+    with read_models.connect() as conn:
+        assert claim_page(conn, claim_id).as_of_seq == await admin_log.head()
+
+
+async def test_a_role_that_may_not_create_the_missing_stream_says_who_can(server: EmbeddedNats, tmp_path: Path):
+    settings = Settings(data_dir=tmp_path, nats_url=server.url_for("projector"))
+    with pytest.raises(LogConfigError, match="Run `claimlog up`, or create the stream as admin"):
+        async with open_log(settings, role="projector"):
+            pass
+
+
+async def test_a_client_without_credentials_is_refused(server: EmbeddedNats):
+    with pytest.raises(nats.errors.Error, match="[Aa]uthorization"):
+        await nats.connect(server.url, allow_reconnect=False, connect_timeout=2)
+
+
+async def test_passwords_persist_across_restarts_in_a_file_only_its_owner_can_read(tmp_path: Path):
+    data_dir = tmp_path / "nats"
+    with EmbeddedNats(data_dir) as first:
+        writer_password = urlsplit(first.url_for("writer")).password
+        assert running_url(data_dir, "writer") == first.url_for("writer")
+    passwords = read_passwords(data_dir)
+    with EmbeddedNats(data_dir) as again:
+        assert read_passwords(data_dir) == passwords
+        assert urlsplit(again.url_for("writer")).password == writer_password  # a new port, the same password
+        nc = await connect(again.url_for("writer"))
+        assert nc.is_connected
+        await nc.close()
+    assert set(passwords) == {"admin", "writer", "projector", "reader"}
+    assert stat.S_IMODE((data_dir / USERS_FILE).stat().st_mode) == 0o600
+    assert stat.S_IMODE((data_dir / "nats-server.conf").stat().st_mode) == 0o600
+
+
+def test_a_redacted_url_shows_the_user_but_not_the_password(server: EmbeddedNats):
+    url = server.url_for("writer")
+    password = read_passwords(server.data_dir)["writer"]
+    assert password in url
+    shown = redact(f"{url},{url}")
+    assert password not in shown
+    assert shown == f"{url},{url}".replace(password, "***")
+    assert redact("nats://s3cret-token@nats-1:4222") == "nats://***@nats-1:4222"
+    assert redact("nats://nats-1:4222") == "nats://nats-1:4222"
