@@ -13,6 +13,8 @@ import sysconfig
 import time
 from pathlib import Path
 
+from events.subjects import DEFAULT_STREAM
+from services.nats_roles import authorization_config, read_passwords, role_passwords, with_credentials
 from services.processes import terminate
 
 log = logging.getLogger(__name__)
@@ -35,14 +37,21 @@ def nats_server_binary() -> Path:
     return Path(found)
 
 
-def running_url(data_dir: Path) -> str | None:
-    """The URL of an embedded server already serving this data directory, if one is alive."""
+def running_url(data_dir: Path, role: str = "admin") -> str | None:
+    """The URL, with ``role``'s credentials, of an embedded server already serving this data directory, if one is alive."""
     try:
         record = json.loads((data_dir / URL_FILE).read_text())
         os.kill(record["pid"], 0)
     except (OSError, ValueError, KeyError):
         return None
-    return record["url"] if _accepts(record["url"]) else None
+    if not _accepts(record["url"]):
+        return None
+    passwords = read_passwords(data_dir)
+    if not passwords:
+        return record["url"]  # a server started before claimlog had users: it has no authorization
+    if role not in passwords:
+        raise EmbeddedNatsError(f"no password for the NATS role {role!r} in {data_dir}")
+    return with_credentials(record["url"], role, passwords[role])
 
 
 def _accepts(url: str) -> bool:
@@ -57,27 +66,39 @@ def _accepts(url: str) -> bool:
 class EmbeddedNats:
     """One nats-server process serving the data directory's JetStream store on a free loopback port."""
 
-    def __init__(self, data_dir: Path, *, sync: str = "always", port: int = -1) -> None:
+    def __init__(self, data_dir: Path, *, sync: str = "always", port: int = -1, stream: str = DEFAULT_STREAM) -> None:
         self.data_dir = data_dir.resolve()
         self.sync = sync
         self.port = port
+        self.stream = stream
         self.process: subprocess.Popen[bytes] | None = None
-        self.url: str | None = None
+        self.url: str | None = None  # the address, without credentials
+
+    def url_for(self, role: str) -> str:
+        """``nats://<role>:<password>@127.0.0.1:<port>`` of the running server."""
+        if self.url is None:
+            raise EmbeddedNatsError("the embedded nats-server is not running")
+        return with_credentials(self.url, role, role_passwords(self.data_dir)[role])
 
     def _write_config(self) -> Path:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        passwords = {role: json.dumps(password) for role, password in role_passwords(self.data_dir).items()}
         config = self.data_dir / "nats-server.conf"
-        config.write_text(
-            f'listen: "127.0.0.1:{self.port}"\n'
-            f'server_name: "claimlog-embedded"\n'
-            f"ports_file_dir: {json.dumps(str(self.data_dir))}\n"
-            f"jetstream {{\n  store_dir: {json.dumps(str(self.data_dir / 'jetstream'))}\n"
-            f"  sync_interval: {self.sync}\n}}\n"
-        )
+        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the passwords
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(
+                f'listen: "127.0.0.1:{self.port}"\n'
+                f'server_name: "claimlog-embedded"\n'
+                f"ports_file_dir: {json.dumps(str(self.data_dir))}\n"
+                f"jetstream {{\n  store_dir: {json.dumps(str(self.data_dir / 'jetstream'))}\n"
+                f"  sync_interval: {self.sync}\n}}\n"
+                + authorization_config(self.stream, passwords)
+            )
         return config
 
     def start(self, *, timeout: float = 20.0) -> str:
-        """Start the server and wait until it accepts connections; returns its URL."""
+        """Start the server and wait until it accepts connections; returns the admin role's URL."""
         config = self._write_config()
         logfile = open(self.data_dir / "nats-server.log", "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(
@@ -90,7 +111,7 @@ class EmbeddedNats:
         self.url = self._wait_for_url(timeout)
         (self.data_dir / URL_FILE).write_text(json.dumps({"pid": self.process.pid, "url": self.url}))
         log.info("embedded nats-server %s serving %s", self.url, self.data_dir)
-        return self.url
+        return self.url_for("admin")
 
     def _wait_for_url(self, timeout: float) -> str:
         assert self.process is not None

@@ -7,8 +7,10 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import nats.errors
+
 from services.embedded import EmbeddedNats, running_url
-from services.log import ClaimLog, StreamSpec, connect
+from services.log import ClaimLog, LogConfigError, StreamSpec, connect
 from services.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -20,28 +22,51 @@ def stream_spec(settings: Settings) -> StreamSpec:
 
 
 @asynccontextmanager
-async def nats_server(settings: Settings) -> AsyncIterator[str]:
-    """The NATS URL to use: CLAIMLOG_NATS_URL, else the data directory's embedded server (started if needed)."""
-    url = settings.nats_url or running_url(settings.data_dir)
+async def nats_server(settings: Settings, *, role: str = "admin") -> AsyncIterator[str]:
+    """The NATS URL to use: CLAIMLOG_NATS_URL as it is, else ``role``'s URL on the data directory's embedded server.
+
+    The embedded server is started if none is running, and stopped on exit.
+    """
+    url = settings.nats_url or running_url(settings.data_dir, role)
     if url is not None:
         yield url
         return
-    embedded = EmbeddedNats(settings.data_dir, sync=settings.nats_sync)
-    url = await asyncio.to_thread(embedded.start)
+    embedded = EmbeddedNats(settings.data_dir, sync=settings.nats_sync, stream=settings.stream)
+    await asyncio.to_thread(embedded.start)
     try:
-        yield url
+        yield embedded.url_for(role)
     finally:
         await asyncio.to_thread(embedded.stop)
 
 
 @asynccontextmanager
-async def open_log(settings: Settings, *, client_name: str = "claimlog") -> AsyncIterator[ClaimLog]:
-    """The claim log, its stream created or verified, on the NATS server ``nats_server`` picks."""
-    async with nats_server(settings) as url:
+async def open_log(settings: Settings, *, client_name: str = "claimlog", role: str = "admin") -> AsyncIterator[ClaimLog]:
+    """The claim log, its stream created or verified, on the NATS server ``nats_server`` picks for ``role``."""
+    async with nats_server(settings, role=role) as url:
         nc = await connect(url, name=client_name)
         try:
             claim_log = ClaimLog(nc, stream_spec(settings))
-            await claim_log.ensure()
+            await ready(claim_log)
             yield claim_log
         finally:
             await nc.drain()
+
+
+async def ready(claim_log: ClaimLog) -> None:
+    """Create or verify the stream; a NATS user that may not create or update it is told who can."""
+    try:
+        await claim_log.ensure()
+    except (nats.errors.TimeoutError, TimeoutError):
+        refused = claim_log.nc.last_error
+        if refused is None or "permissions violation" not in str(refused).lower():
+            raise
+        raise LogConfigError(
+            f"stream {claim_log.stream} is missing or needs changing, and this NATS user may not do it ({refused}). "
+            "Run `claimlog up`, or create the stream as admin."
+        ) from None
+
+
+async def ensure_log(settings: Settings) -> None:
+    """Create or verify the stream as admin (``claimlog up``, and the deploy's one-shot ``stream`` service)."""
+    async with open_log(settings, client_name="claimlog-stream", role="admin"):
+        pass

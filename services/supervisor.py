@@ -18,17 +18,18 @@ RESTART_BACKOFF = (0.5, 1, 2, 5, 10)
 
 @dataclass
 class Child:
-    """A service the supervisor keeps running."""
+    """A service the supervisor keeps running, with its own environment (its own NATS credentials)."""
 
     name: str
     argv: list[str]
+    env: dict[str, str] = field(repr=False)  # holds a NATS password
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     started_at: float = field(default=0.0)
 
-    def start(self, env: dict[str, str]) -> None:
+    def start(self) -> None:
         """Start (or restart) the service."""
-        self.process = subprocess.Popen(self.argv, env=env)
+        self.process = subprocess.Popen(self.argv, env=self.env)
         self.started_at = time.monotonic()
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -39,8 +40,8 @@ class Child:
 class Supervisor:
     """Starts the children, restarts any that die, and stops them all on SIGINT or SIGTERM."""
 
-    def __init__(self, children: list[Child], env: dict[str, str]) -> None:
-        self.children, self.env = children, env
+    def __init__(self, children: list[Child]) -> None:
+        self.children = children
         self.stopping = False
 
     def start(self) -> None:
@@ -48,7 +49,7 @@ class Supervisor:
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGTERM, self._on_signal)
         for child in self.children:
-            child.start(self.env)
+            child.start()
 
     def watch(self) -> None:
         """Restart children that exit, until asked to stop."""
@@ -66,7 +67,7 @@ class Supervisor:
         log.warning("%s exited with code %s; restarting in %ss", child.name, code, delay)
         time.sleep(delay)
         child.restarts += 1
-        child.start(self.env)
+        child.start()
 
     def stop(self) -> None:
         """Stop every child, last started first."""
@@ -84,5 +85,5 @@ def service_argv(*args: str) -> list[str]:
 
 
 def child_env(nats_url: str) -> dict[str, str]:
-    """The children's environment: the parent's, pointed at the one NATS server."""
+    """A child's environment: the parent's, pointed at the NATS server with the child's own credentials."""
     return {**os.environ, "CLAIMLOG_NATS_URL": nats_url}

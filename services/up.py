@@ -10,12 +10,15 @@ import time
 import httpx
 from rich.console import Console
 from rich.panel import Panel
+from sqlalchemy.engine import make_url
 
 from services.db import make_engine, upgrade
-from services.embedded import EmbeddedNats, running_url
+from services.embedded import EmbeddedNats, EmbeddedNatsError, running_url
 from services.ingest.cli import ingest_files
 from services.ingest.pages import sample_pages
-from services.runtime import open_log
+from services.log.connection import redact
+from services.nats_roles import USERS_FILE
+from services.runtime import ensure_log
 from services.settings import Settings
 from services.supervisor import Child, Supervisor, child_env, service_argv
 
@@ -29,28 +32,26 @@ def run_up(settings: Settings, *, sample: bool, host: str, port: int) -> int:
         console.print(f"[red]{host}:{port} is already in use[/red]: stop what listens there, or pass --port")
         return 2
     embedded = None
-    url = settings.nats_url or running_url(settings.data_dir)
-    if url is None:
-        embedded = EmbeddedNats(settings.data_dir, sync=settings.nats_sync)
-        url = embedded.start()
-    settings = settings.model_copy(update={"nats_url": url})
+    if settings.nats_url is None and running_url(settings.data_dir) is None:
+        embedded = EmbeddedNats(settings.data_dir, sync=settings.nats_sync, stream=settings.stream)
+        embedded.start()
     supervisor = None
     try:
         engine = make_engine(settings.resolved_database_url())
         upgrade(engine)
         engine.dispose()
-        asyncio.run(_ensure_stream(settings))
+        asyncio.run(ensure_log(settings))
         children = [
-            Child("projector", service_argv("projector")),
-            Child("api", service_argv("api", "--host", host, "--port", str(port))),
+            Child("projector", service_argv("projector"), child_env(role_url(settings, "projector"))),
+            Child("api", service_argv("api", "--host", host, "--port", str(port)), child_env(role_url(settings, "writer"))),
         ]
-        supervisor = Supervisor(children, child_env(url))
+        supervisor = Supervisor(children)
         supervisor.start()
         base = f"http://{host}:{port}"
         _wait_healthy(base, supervisor)
         if sample and not supervisor.stopping:
-            asyncio.run(ingest_files(settings, sample_pages(), console))
-        _announce(settings, url, base, embedded is not None)
+            asyncio.run(ingest_files(as_role(settings, "writer"), sample_pages(), console))
+        _announce(settings, base, embedded is not None)
         supervisor.watch()
         return 0
     finally:
@@ -71,9 +72,17 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
-async def _ensure_stream(settings: Settings) -> None:
-    async with open_log(settings, client_name="claimlog-up"):
-        pass
+def role_url(settings: Settings, role: str) -> str:
+    """CLAIMLOG_NATS_URL as the operator gave it, else ``role``'s URL on the data directory's embedded server."""
+    url = settings.nats_url or running_url(settings.data_dir, role)
+    if url is None:
+        raise EmbeddedNatsError(f"the embedded nats-server of {settings.data_dir} is not running")
+    return url
+
+
+def as_role(settings: Settings, role: str) -> Settings:
+    """The settings, pointed at NATS with ``role``'s credentials."""
+    return settings.model_copy(update={"nats_url": role_url(settings, role)})
 
 
 def _wait_healthy(base: str, supervisor: Supervisor, timeout: float = 60.0) -> None:
@@ -89,14 +98,17 @@ def _wait_healthy(base: str, supervisor: Supervisor, timeout: float = 60.0) -> N
         raise RuntimeError(f"the read API did not answer on {base}/health within {timeout}s")
 
 
-def _announce(settings: Settings, nats_url: str, base: str, embedded: bool) -> None:
+def _announce(settings: Settings, base: str, embedded: bool) -> None:
     where = "embedded nats-server" if embedded else "NATS"
+    users = "" if settings.nats_url else f"NATS users {(settings.data_dir / USERS_FILE).resolve()}\n"
     console.print(
         Panel.fit(
             f"read API   {base}  (docs: {base}/docs)\n"
             f"a claim    {base}/claims/CLM-0338\n"
-            f"log        {where} at {nats_url}, stream {settings.stream}\n"
-            f"database   {settings.resolved_database_url()}\n"
+            f"log        {where} at {redact(role_url(settings, 'admin'))}\n"
+            f"stream     {settings.stream}\n"
+            f"{users}"
+            f"database   {make_url(settings.resolved_database_url()).render_as_string(hide_password=True)}\n"
             f"data dir   {settings.data_dir.resolve()}\n\n"
             "Ctrl-C stops everything.",
             title="claimlog is up",

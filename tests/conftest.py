@@ -40,9 +40,10 @@ def claim_id() -> str:
 
 @pytest.fixture
 def nats_url(tmp_path: Path) -> Iterator[str]:
-    """A fresh nats-server with JetStream in a temporary store, on a free loopback port."""
+    """A fresh nats-server with JetStream in a temporary store, on a free loopback port: its admin URL."""
     server = EmbeddedNats(tmp_path / "nats", sync="always")
-    yield server.start()
+    server.start()
+    yield server.url_for("admin")
     server.stop()
 
 

@@ -1,6 +1,8 @@
-"""Connecting to NATS with settings that survive server restarts."""
+"""Connecting to NATS with settings that survive server restarts, and showing its URL without secrets."""
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 import nats
 from nats.aio.client import Client
@@ -11,10 +13,51 @@ def server_list(url: str) -> list[str]:
     return [server.strip() for server in url.split(",") if server.strip()]
 
 
+def split_credentials(url: str) -> tuple[list[str], str | None, str | None]:
+    """The servers of a NATS URL setting without their user and password, and that user and password.
+
+    Passed as options rather than in the URLs, the credentials also reach the servers a cluster
+    announces, whose addresses carry none. A URL with a token, or none, is left as it is.
+    """
+    servers = server_list(url)
+    for server in servers:
+        parts = urlsplit(server if "://" in server else f"//{server}")
+        if parts.username is not None and parts.password is not None:
+            return [_without_credentials(s) for s in servers], parts.username, parts.password
+    return servers, None, None
+
+
+def _without_credentials(server: str) -> str:
+    scheme, separator, rest = server.partition("://")
+    if not separator:
+        scheme, rest = "", server
+    return f"{scheme}{separator}{rest.rpartition('@')[2]}"
+
+
+def redact(url: str) -> str:
+    """The NATS URL setting fit to print: every password (or token) in it replaced by ``***``."""
+    return ",".join(_redact_server(server) for server in url.split(","))
+
+
+def _redact_server(server: str) -> str:
+    scheme, separator, rest = server.partition("://")
+    if not separator:
+        scheme, rest = "", server
+    userinfo, at, address = rest.rpartition("@")
+    if not at:
+        return server
+    user, colon, _ = userinfo.partition(":")
+    hidden = f"{user}:***" if colon else "***"  # a bare user part is a token
+    return f"{scheme}{separator}{hidden}@{address}"
+
+
 async def connect(url: str, *, name: str = "claimlog", user: str | None = None, password: str | None = None) -> Client:
     """A NATS connection to one server or a cluster, reconnecting for as long as the process lives."""
+    servers = server_list(url)
+    if user is None and password is None:
+        servers, user, password = split_credentials(url)
     return await nats.connect(
-        server_list(url),
+        servers,
         name=name,
         user=user,
         password=password,

@@ -7,14 +7,15 @@ import logging
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
+from faststream.nats.security import NatsUserPassword
 from sqlalchemy import Engine
 
 from projections.registry import build_projections
 from services.db import make_engine, require_current
 from services.log import ClaimLog
-from services.log.connection import server_list
+from services.log.connection import split_credentials
 from services.projector.runner import Projector
-from services.runtime import nats_server, stream_spec
+from services.runtime import nats_server, ready, stream_spec
 from services.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -25,8 +26,13 @@ class ProjectorService:
 
     def __init__(self, settings: Settings, engine: Engine, nats_url: str) -> None:
         self.settings, self.engine = settings, engine
+        servers, user, password = split_credentials(nats_url)
         self.broker = NatsBroker(
-            server_list(nats_url), name=f"claimlog-{settings.projector_name}", max_reconnect_attempts=-1, reconnect_time_wait=0.25
+            servers,
+            name=f"claimlog-{settings.projector_name}",
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=0.25,
+            security=NatsUserPassword(user, password) if user is not None else None,
         )
         self.app = FastStream(self.broker)
         self.app.after_startup(self._start)
@@ -37,7 +43,8 @@ class ProjectorService:
 
     async def _start(self) -> None:
         claim_log = ClaimLog(self.broker.connection, stream_spec(self.settings))
-        await claim_log.ensure()
+        # As the projector role this only reads the stream's info: `claimlog up` (as admin) creates it.
+        await ready(claim_log)
         projector = Projector(
             claim_log, self.engine, build_projections(), name=self.settings.projector_name, batch=self.settings.projector_batch
         )
@@ -62,7 +69,7 @@ async def run_projector(settings: Settings) -> None:
     engine = make_engine(settings.resolved_database_url())
     require_current(engine)
     try:
-        async with nats_server(settings) as url:
+        async with nats_server(settings, role="projector") as url:
             service = ProjectorService(settings, engine, url)
             await service.app.run()
         if service.failure is not None:

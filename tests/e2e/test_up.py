@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -27,6 +28,16 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def nats_user_of(pid: int) -> tuple[str, str | None]:
+    """A running claimlog service: its subcommand, and the NATS user its environment connects as."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    environ = dict(
+        entry.split("=", 1) for entry in Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0") if "=" in entry
+    )
+    url = environ.get("CLAIMLOG_NATS_URL")
+    return argv[3].decode() if len(argv) > 3 else argv[0].decode(), urlsplit(url).username if url else None
 
 
 def wait_for_page(url: str, process: subprocess.Popen, timeout: float = 60.0) -> dict:
@@ -63,11 +74,16 @@ def test_up_serves_the_sample_pages_and_stops_everything_cleanly(tmp_path: Path,
         nats_pid = json.loads((tmp_path / ".claimlog" / "nats.json").read_text())["pid"]
         children = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True).stdout.split()
         assert len(children) == 2 + 1  # projector, api and the embedded nats-server
+        services = dict(nats_user_of(int(pid)) for pid in children if int(pid) != nats_pid)
+        assert services == {"projector": "projector", "api": "writer"}
     finally:
         process.send_signal(stop_signal)
         output, _ = process.communicate(timeout=30)
     assert process.returncode == 0, output
     assert "claimlog is up" in output and "claimlog stopped" in output
+    passwords = json.loads((tmp_path / ".claimlog" / "nats-users.json").read_text())
+    assert "admin:***@127.0.0.1" in output
+    assert not any(password in output for password in passwords.values())
     assert not alive(nats_pid)
     assert all(not alive(int(pid)) for pid in children)
     assert (tmp_path / ".claimlog" / "claimlog.sqlite3").exists()

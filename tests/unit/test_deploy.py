@@ -2,22 +2,56 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+import yaml
 
 from services.embedded import nats_server_binary
+from services.log.connection import server_list
+from services.nats_roles import ROLES, authorization_config, password_variable
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+PASSWORDS = {password_variable(role): f"p{role}0secret" for role in ROLES}
 
 
-@pytest.mark.parametrize("config", sorted((DEPLOY / "nats").glob("*.conf")), ids=lambda p: p.name)
+@pytest.mark.parametrize("config", sorted((DEPLOY / "nats").glob("nats-*.conf")), ids=lambda p: p.name)
 def test_nats_cluster_configs_are_valid_and_flush_before_acknowledging(config: Path):
-    result = subprocess.run([str(nats_server_binary()), "-t", "-c", str(config)], capture_output=True, text=True)
+    result = subprocess.run(
+        [str(nats_server_binary()), "-t", "-c", str(config)],
+        capture_output=True, text=True, env={**os.environ, **PASSWORDS},
+    )
     assert result.returncode == 0, result.stderr
     assert "sync_interval: always" in config.read_text()
+    assert "include ./users.conf" in config.read_text()
+
+
+def test_a_cluster_node_does_not_start_without_every_password():
+    config = DEPLOY / "nats" / "nats-1.conf"
+    env = {k: v for k, v in {**os.environ, **PASSWORDS}.items() if k != password_variable("reader")}
+    result = subprocess.run([str(nats_server_binary()), "-t", "-c", str(config)], capture_output=True, text=True, env=env)
+    assert result.returncode != 0
+    assert password_variable("reader") in result.stderr
+
+
+def test_the_cluster_users_are_the_embedded_servers_roles_with_passwords_from_the_environment():
+    rendered = authorization_config("CLAIMS", {role: f"${password_variable(role)}" for role in ROLES})
+    assert rendered in (DEPLOY / "nats" / "users.conf").read_text()
+
+
+def test_each_service_connects_to_every_node_as_its_role():
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    for name, role in {"stream": "admin", "projector": "projector", "api": "writer"}.items():
+        servers = [urlsplit(s) for s in server_list(services[name]["environment"]["CLAIMLOG_NATS_URL"])]
+        assert [s.hostname for s in servers] == ["nats-1", "nats-2", "nats-3"]
+        assert {(s.username, s.password) for s in servers} == {(role, f"${{{password_variable(role)}}}")}
+    for node in ("nats-1", "nats-2", "nats-3"):
+        assert set(services[node]["environment"]) == set(PASSWORDS)
+    assert "CLAIMLOG_NATS_URL" not in services["migrate"]["environment"]
 
 
 def test_the_image_copies_every_package_the_project_installs():

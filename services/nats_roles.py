@@ -1,0 +1,133 @@
+"""Who may do what on claimlog's NATS server: one table of roles, rendered into nats-server configuration.
+
+The embedded server and deploy/nats/users.conf are both rendered from ``role_permissions``; a unit
+test keeps the deploy file equal to what this module renders, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from events.subjects import ALL_EVENTS
+
+ROLES = ("admin", "writer", "projector", "reader")
+ACTORS_BUCKET = "claimlog_actors"  # the key-value bucket of actors and token hashes (services/actors.py)
+USERS_FILE = "nats-users.json"
+INBOX = "_INBOX.>"
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """Subjects a role may publish to and subscribe to; everything else is denied."""
+
+    publish: tuple[str, ...]
+    subscribe: tuple[str, ...] = (INBOX,)
+
+
+def role_permissions(stream: str) -> dict[str, Permissions | None]:
+    """What each role may do on the stream; ``None`` is everything (admin)."""
+    api = "$JS.API"
+    read_log = _reads(stream)
+    consume = (
+        f"{api}.CONSUMER.CREATE.{stream}",
+        f"{api}.CONSUMER.CREATE.{stream}.>",
+        f"{api}.CONSUMER.DURABLE.CREATE.{stream}.>",
+        f"{api}.CONSUMER.INFO.{stream}.>",
+        f"{api}.CONSUMER.DELETE.{stream}.>",
+        f"{api}.CONSUMER.MSG.NEXT.{stream}.>",
+        f"$JS.ACK.{stream}.>",
+    )
+    return {
+        "admin": None,  # creates and updates the stream and the actors bucket; operator commands
+        "writer": Permissions((ALL_EVENTS, f"{api}.INFO", *read_log, *_reads(f"KV_{ACTORS_BUCKET}"))),
+        "projector": Permissions((*read_log, *consume)),
+        "reader": Permissions(read_log),
+    }
+
+
+def _reads(stream: str) -> tuple[str, ...]:
+    """Stream info, plain and direct gets: reading a stream without consuming or changing it."""
+    api = "$JS.API"
+    return (
+        f"{api}.STREAM.INFO.{stream}",
+        f"{api}.STREAM.MSG.GET.{stream}",
+        f"{api}.DIRECT.GET.{stream}",
+        f"{api}.DIRECT.GET.{stream}.>",
+    )
+
+
+def authorization_config(stream: str, passwords: Mapping[str, str]) -> str:
+    """The nats-server ``authorization`` block; ``passwords`` holds each role's config value ("quoted" or $VAR)."""
+    users = []
+    for role, permissions in role_permissions(stream).items():
+        user = f"    {{user: {role}, password: {passwords[role]}"
+        if permissions is None:
+            users.append(user + "}")
+            continue
+        users.append(
+            f"{user}, permissions: {{\n"
+            f"      publish: {{allow: {_subjects(permissions.publish)}}}\n"
+            f"      subscribe: {{allow: {_subjects(permissions.subscribe)}}}\n"
+            "    }}"
+        )
+    return "authorization {\n  users = [\n" + "\n".join(users) + "\n  ]\n}\n"
+
+
+def _subjects(subjects: tuple[str, ...]) -> str:
+    if len(subjects) == 1:
+        return f"[{json.dumps(subjects[0])}]"
+    return "[\n" + "".join(f"        {json.dumps(s)}\n" for s in subjects) + "      ]"
+
+
+def password_variable(role: str) -> str:
+    """The environment variable that holds a role's password in deploy/."""
+    return f"NATS_{role.upper()}_PASSWORD"
+
+
+def read_passwords(data_dir: Path) -> dict[str, str]:
+    """The roles' passwords kept in the data directory (empty when there are none yet)."""
+    try:
+        return json.loads((data_dir / USERS_FILE).read_text())
+    except FileNotFoundError:
+        return {}
+
+
+def role_passwords(data_dir: Path) -> dict[str, str]:
+    """Each role's password for this data directory: generated once, then kept (mode 0600) across restarts."""
+    path = data_dir / USERS_FILE
+    stored = read_passwords(data_dir)
+    if stored.keys() >= set(ROLES):
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+        return stored
+    passwords = {role: secrets.token_urlsafe(32) for role in ROLES} | stored
+    _write_private(path, passwords, replace=bool(stored))
+    return read_passwords(data_dir)
+
+
+def _write_private(path: Path, passwords: dict[str, str], *, replace: bool) -> None:
+    """Write the file readable by its owner only; a new file is linked in, so a racing creator's wins intact."""
+    staged = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump(passwords, out, indent=2)
+    try:
+        if replace:
+            os.replace(staged, path)
+        else:
+            os.link(staged, path)
+    except FileExistsError:
+        pass  # another process created it first: everyone uses its passwords
+    finally:
+        staged.unlink(missing_ok=True)
+
+
+def with_credentials(url: str, user: str, password: str) -> str:
+    """``nats://host:port`` as ``nats://user:password@host:port`` (passwords here are URL-safe)."""
+    scheme, _, address = url.partition("://")
+    return f"{scheme}://{user}:{password}@{address}"
