@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Insert, Table
 from sqlalchemy.dialects import postgresql, sqlite
 
 CHUNK = 500  # keys per IN (...) list: well under SQLite's and PostgreSQL's parameter limits
@@ -13,16 +14,21 @@ CHUNK = 500  # keys per IN (...) list: well under SQLite's and PostgreSQL's para
 
 def upsert(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
     """Insert rows, replacing those whose primary key already exists."""
-    if not rows:
-        return
-    dialect = {"postgresql": postgresql, "sqlite": sqlite}[conn.dialect.name]
+    if rows:
+        conn.execute(upsert_statement(conn.dialect.name, table), list(rows))
+
+
+@cache
+def upsert_statement(dialect_name: str, table: Table) -> Insert:
+    """The upsert of ``table``, built once: building it per batch cost more than the batch's SQL
+    (SQLAlchemy derives the ``excluded`` columns and a cache key each time)."""
+    dialect = {"postgresql": postgresql, "sqlite": sqlite}[dialect_name]
     statement = dialect.insert(table)
     keys = [c.name for c in table.primary_key.columns]
-    statement = statement.on_conflict_do_update(
+    return statement.on_conflict_do_update(
         index_elements=keys,
         set_={c.name: statement.excluded[c.name] for c in table.columns if c.name not in keys},
     )
-    conn.execute(statement, list(rows))
 
 
 def chunks(items: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:

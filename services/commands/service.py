@@ -8,11 +8,18 @@ Retries and races are safe by construction:
   copies racing each other;
 - the append expects the claim's last sequence: when another writer got there first, the command
   is decided again against the new state (without ``If-Match``), or refused with 409 (with it).
+
+The states of recently used claims stay in memory, checked against the log on every command: the
+claim's last sequence (one indexed lookup) says whether the cached state is current, and when it is
+not, only the events after it are read. A claim's state is therefore never older than the log, and a
+busy claim is not read in full for each of its commands.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,6 +32,7 @@ from services.commands.state import ClaimState, claim_state
 from services.log import ClaimLog, ConflictError
 
 ATTEMPTS = 5
+CACHED_CLAIMS = 10_000
 IDEMPOTENCY_NAMESPACE = uuid.UUID("6f1c2a0e-3d4b-5c6d-8e9f-0a1b2c3d4e5f")
 
 
@@ -60,8 +68,11 @@ class Outcome:
 class CommandService:
     """Decides commands against the log and appends what they produce."""
 
-    def __init__(self, log: ClaimLog, *, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(self, log: ClaimLog, *, clock: Callable[[], datetime] = utc_now, cached_claims: int = CACHED_CLAIMS) -> None:
         self._log, self._clock = log, clock
+        self._states: OrderedDict[str, ClaimState] = OrderedDict()
+        self._cached_claims = cached_claims
+        self._claim_locks: dict[str, asyncio.Lock] = {}
 
     async def execute(
         self,
@@ -71,23 +82,48 @@ class CommandService:
         idempotency_key: str | None = None,
         expected_version: int | None = None,
     ) -> Outcome:
-        """Carry out ``command`` as ``actor``; raises ``Rejected`` when it does not apply."""
+        """Carry out ``command`` as ``actor``; raises ``Rejected`` when it does not apply.
+
+        Commands on one claim take turns in this process (they would only refuse each other's expected
+        sequence); other processes writing the same claim are caught by the expected sequence.
+        """
+        lock = self._claim_locks.setdefault(command.claim_id, asyncio.Lock())
+        try:
+            async with lock:
+                return await self._execute(command, actor, idempotency_key, expected_version)
+        finally:
+            if not lock.locked() and not lock._waiters:  # noqa: SLF001 - drop idle locks, keep the map small
+                self._claim_locks.pop(command.claim_id, None)
+
+    async def _execute(
+        self, command: Command, actor: Actor, idempotency_key: str | None, expected_version: int | None
+    ) -> Outcome:
         event_id = command.event_id or (
             idempotent_event_id(actor, idempotency_key) if idempotency_key else new_event_id()
         )
         existing = await self._existing(referenced_claims(command))
+        # A cached state is used as it is: the append's expected sequence catches a claim that moved
+        # meanwhile. Only a state checked against the log may refuse a command.
+        state, checked = self._states.get(command.claim_id), False
         for _ in range(ATTEMPTS):
-            state = claim_state(command.claim_id, await self._log.read_claim(command.claim_id))
+            if state is None or (checked is False and _must_check(state, expected_version)):
+                state, checked = await self.state(command.claim_id), True
             done = already_done(command, state, event_id)
             if done is not None:
                 return done
-            if expected_version is not None and expected_version != state.head_seq:
-                raise stale(command.claim_id, expected_version, state.head_seq)
-            ctx = Context(
-                actor=actor, event_id=event_id, now=self._clock(), correlation_id=event_id,
-                existing_claims=existing, prev_hash=state.head_hash,
-            )
-            events = decide(command, state, ctx)
+            try:
+                if expected_version is not None and expected_version != state.head_seq:
+                    raise stale(command.claim_id, expected_version, state.head_seq)
+                ctx = Context(
+                    actor=actor, event_id=event_id, now=self._clock(), correlation_id=event_id,
+                    existing_claims=existing, prev_hash=state.head_hash,
+                )
+                events = decide(command, state, ctx)
+            except Rejected:
+                if checked:
+                    raise
+                state = None  # perhaps refused only because the cached state is behind: check it
+                continue
             try:
                 appended = await self._log.append(
                     command.claim_id, events, expected_seq=state.head_seq, prev_hash=state.head_hash
@@ -95,9 +131,27 @@ class CommandService:
             except ConflictError:
                 if expected_version is not None:
                     raise stale(command.claim_id, expected_version, None) from None
-                continue  # another writer moved the claim: decide again against what it did
+                state = None  # another writer moved the claim: decide again against what it did
+                continue
+            if not appended.duplicate and len(events) == 1:  # the cached state takes what was just written
+                state.evolve(events[0], appended.last_seq, appended.last_hash)
             return Outcome(command.claim_id, command.command, refs(events, appended.first_seq), appended.duplicate)
         raise Rejected(409, "write_conflict", f"{command.claim_id} kept changing during {ATTEMPTS} attempts; retry")
+
+    async def state(self, claim_id: str) -> ClaimState:
+        """The claim's current state: the cached one brought up to the log's head, or read in full."""
+        head = await self._log.claim_head(claim_id)
+        state = self._states.get(claim_id)
+        if state is None or state.head_seq > head.seq:
+            state = claim_state(claim_id, await self._log.read_claim(claim_id, up_to_seq=head.seq))
+        elif state.head_seq < head.seq:
+            for stored in await self._log.read_claim(claim_id, after_seq=state.head_seq, up_to_seq=head.seq):
+                state.take(stored)
+        self._states[claim_id] = state
+        self._states.move_to_end(claim_id)
+        if len(self._states) > self._cached_claims:
+            self._states.popitem(last=False)
+        return state
 
     async def _existing(self, claim_ids: set[str]) -> frozenset[str]:
         found = set()
@@ -105,6 +159,11 @@ class CommandService:
             if (await self._log.claim_head(claim_id)).seq > 0:
                 found.add(claim_id)
         return frozenset(found)
+
+
+def _must_check(state: ClaimState, expected_version: int | None) -> bool:
+    """An ``If-Match`` the cached state disagrees with is decided on the log's word, not the cache's."""
+    return expected_version is not None and expected_version != state.head_seq
 
 
 def already_done(command: Command, state: ClaimState, event_id: str) -> Outcome | None:

@@ -42,6 +42,17 @@ class ClaimState:
     head_seq: int = 0  # the claim's last sequence in the log (0: no events yet)
     head_hash: str | None = None  # SHA-256 of its last stored bytes
 
+    def take(self, stored) -> None:
+        """Take one stored event (``StoredEvent``) into account."""
+        try:
+            event = stored.event
+        except UnknownEventError:
+            # Published around the command API and unreadable: the projector records it; here it
+            # only moves the head, so the next append still expects the right sequence.
+            self.head_seq, self.head_hash = stored.seq, stored.hash
+            return
+        self.evolve(event, stored.seq, stored.hash)
+
     def evolve(self, event: Event, seq: int, stored_hash: str) -> None:
         """Take one stored event into account (events arrive in log order)."""
         self.written[event.event_id] = Written(seq, event.type)
@@ -77,12 +88,5 @@ def claim_state(claim_id: str, stored: Iterable) -> ClaimState:
     """The state of a claim from its stored events (``StoredEvent``: seq, event, hash), in log order."""
     state = ClaimState(claim_id)
     for item in stored:
-        try:
-            event = item.event
-        except UnknownEventError:
-            # Published around the command API and unreadable: the projector records it; here it
-            # only moves the head, so the next append still expects the right sequence.
-            state.head_seq, state.head_hash = item.seq, item.hash
-            continue
-        state.evolve(event, item.seq, item.hash)
+        state.take(item)
     return state

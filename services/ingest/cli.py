@@ -29,7 +29,7 @@ async def ingest_files(settings: Settings, files: list[Path], console: Console) 
             pages.append(read_page(path))
         except PageFormatError as error:
             outcomes.append(PageOutcome(str(path), None, 0, error=str(error)))
-    async with open_log(settings, client_name="claimlog-ingest") as claim_log:
+    async with open_log(settings, client_name="claimlog-ingest", role="writer") as claim_log:
         with Progress(
             TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
             TimeRemainingColumn(), console=console,

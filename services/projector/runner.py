@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import nats.errors
 import nats.js.errors
-from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 from sqlalchemy.exc import OperationalError
 
 from events import UnknownEventError, decode
@@ -20,6 +20,14 @@ from services.log import ClaimLog, Delivery, DurableConsumer, LogError
 log = logging.getLogger(__name__)
 # Failures that pass: the database or NATS is restarting. Anything else stops the projector.
 TRANSIENT = (OperationalError, nats.errors.Error, nats.js.errors.Error, LogError, TimeoutError)
+
+
+# Compare-and-set of the checkpoints, built once with bound parameters (cached compiled SQL).
+ADVANCE = (
+    update(checkpoints)
+    .where(checkpoints.c.name.in_(bindparam("names", expanding=True)), checkpoints.c.last_seq == bindparam("expected"))
+    .values(last_seq=bindparam("new"))
+)
 
 
 class FencingError(RuntimeError):
@@ -117,11 +125,7 @@ class Projector:
 
     def _advance(self, conn: Connection, new_checkpoint: int) -> None:
         names = [p.name for p in self._projections]
-        moved = conn.execute(
-            update(checkpoints)
-            .where(checkpoints.c.name.in_(names), checkpoints.c.last_seq == self.checkpoint)
-            .values(last_seq=new_checkpoint)
-        ).rowcount
+        moved = conn.execute(ADVANCE, {"names": names, "expected": self.checkpoint, "new": new_checkpoint}).rowcount
         if moved != len(names):
             raise FencingError(
                 f"checkpoint of {names} is no longer at {self.checkpoint}: another projector is writing"

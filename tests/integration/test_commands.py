@@ -178,3 +178,27 @@ async def test_the_asyncapi_document_of_the_claim_subjects_is_served_next_to_ope
     page = await api.http.get("/asyncapi")
     assert page.status_code == 200 and "claimlog events" in page.text
     assert "/commands/attach_source" in (await api.http.get("/openapi.json")).json()["paths"]
+
+
+async def test_two_command_services_on_one_claim_never_decide_on_a_stale_state(claim_log):
+    from events import Actor
+    from services.commands import CommandService, Rejected, parse_command
+
+    ada = Actor(id="ada", kind="person")
+    first, second = CommandService(claim_log), CommandService(claim_log)
+    claim = random_claim_id()
+
+    async def run(service, **body):
+        return await service.execute(parse_command({"claim_id": claim, **body}), ada)
+
+    await run(first, command="draft_claim", **{k: v for k, v in draft(claim).items() if k != "claim_id"})
+    await run(first, command="attach_source", source_id="s1", relation="supports", measured="x")
+    # The second service moves the claim on; the first still holds its older state in memory.
+    await run(second, command="attach_source", source_id="s2", relation="supports", measured="y")
+    await run(second, command="withdraw_source", source_id="s1", reason="Wrong paper.")
+    corrected = await run(first, command="correct_source", source_id="s2", measured="y, corrected")
+    assert corrected.events[0].seq == await claim_log.head()  # s2 was found, though the cache had not seen it
+    with pytest.raises(Rejected) as refused:
+        await run(first, command="correct_source", source_id="s1", measured="x, corrected")
+    assert refused.value.reason == "source_withdrawn"
+    assert [s.event.type for s in await claim_log.read_claim(claim)][-1] == "SourceCorrected"
