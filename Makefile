@@ -15,6 +15,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/latency.py
 	$(BIN)/python bench/backlog.py
+	$(BIN)/python bench/bulk.py
+	$(BIN)/python bench/commands.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -25,6 +25,12 @@ def console_commands() -> list[str]:
     return [line[2:].split("  #")[0].strip() for block in blocks for line in block.splitlines() if line.startswith("$ ")]
 
 
+def session_commands() -> list[str]:
+    """The lines of the README's shell session (the write quick start), run in one shell."""
+    blocks = re.findall(r"```shell-session\n(.*?)```", README, flags=re.S)
+    return [line[2:] for block in blocks for line in block.splitlines() if line.startswith("$ ")]
+
+
 def test_the_quick_start_commands_work_against_a_running_claimlog(tmp_path: Path):
     commands = console_commands()
     assert commands[:2] == ["make run", "make test"]
@@ -50,13 +56,26 @@ def test_the_quick_start_commands_work_against_a_running_claimlog(tmp_path: Path
                 )
                 assert result.returncode == 0, result.stderr
                 assert "0 pages published (0 events), 3 already in the log" in result.stderr
+        script = "\n".join(session_commands()).replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+        script = script.replace(".venv/bin/claimlog", f"{shlex.quote(sys.executable)} -m services.cli")
+        session = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)},
+            capture_output=True, text=True, timeout=60,
+        )
+        assert session.returncode == 0, session.stderr
+        written, _, page = session.stdout.partition('"last_seq":22}')  # curl prints the two bodies back to back
+        assert '"command":"file_disagreement"' in written, session.stdout
+        assert "Two backbones are too few" in page, session.stdout
+        disagreement = httpx.get(f"http://127.0.0.1:{port}/claims/CLM-0338").json()["disagreements"][0]
+        assert disagreement["filed"]["by"] == {"id": "grace", "kind": "person", "model": None}
     finally:
         up.send_signal(signal.SIGTERM)
         up.wait(timeout=30)
 
 
 def test_every_setting_in_the_readme_exists_and_every_setting_is_in_the_readme():
-    documented = set(re.findall(r"`CLAIMLOG_([A-Z_]+)`", README)) - {"TEST_POSTGRES_URL"}
+    # Not settings: the test suite's PostgreSQL, and `claimlog ingest --token` read from the environment.
+    documented = set(re.findall(r"`CLAIMLOG_([A-Z_]+)`", README)) - {"TEST_POSTGRES_URL", "TOKEN"}
     documented |= {"API_HOST", "API_PORT"}
     fields = {name.upper() for name in Settings.model_fields}
     assert documented == fields
