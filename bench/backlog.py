@@ -10,7 +10,6 @@ Target (issue 2): 20,000 events/s or more into SQLite on a 2-core machine.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sqlite3
 import sys
@@ -29,6 +28,7 @@ from services.db import make_engine, upgrade  # noqa: E402
 from services.embedded import EmbeddedNats  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
 from services.projector import Projector  # noqa: E402
+from services.runtime import run  # noqa: E402
 
 console = Console()
 
@@ -125,4 +125,4 @@ if __name__ == "__main__":
     parser.add_argument("--claims", type=int, default=10_000)
     parser.add_argument("--database", help="SQLAlchemy URL of an empty database (default: a fresh SQLite file)")
     parser.add_argument("--no-peer", action="store_true")
-    asyncio.run(main(parser.parse_args()))
+    run(main(parser.parse_args()))

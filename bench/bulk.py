@@ -30,6 +30,7 @@ from services.commands.bulk import BulkIngest, read_commands  # noqa: E402
 from services.embedded import EmbeddedNats  # noqa: E402
 from services.ingest.cli import throttled_advance  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
+from services.runtime import run  # noqa: E402
 
 console = Console()
 ACTOR = Actor(id="ingest-bot", kind="model", model="pipeline-2")
@@ -122,4 +123,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run(main())

@@ -16,10 +16,8 @@ out = Console()
 
 
 def _run(work):
-    import asyncio
-
     from services.cli import _setup
-    from services.runtime import open_log
+    from services.runtime import open_log, run
 
     settings = _setup("WARNING")
 
@@ -27,7 +25,7 @@ def _run(work):
         async with open_log(settings, client_name="claimlog-actors", role="admin") as log:
             return await work(log)
 
-    return asyncio.run(main())
+    return run(main())
 
 
 @actors_app.command("add")

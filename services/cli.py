@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from pathlib import Path
@@ -13,6 +12,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 
 from services.actors_cli import actors_app
+from services.runtime import run
 from services.settings import Settings
 
 app = typer.Typer(help="claimlog: the event-sourced registry of research claims.", no_args_is_help=True)
@@ -49,7 +49,7 @@ def projector() -> None:
     """Run the projector alone: fold the log into the read models until stopped."""
     from services.projector.main import run_projector
 
-    asyncio.run(run_projector(_setup()))
+    run(run_projector(_setup()))
 
 
 @app.command()
@@ -94,9 +94,9 @@ def ingest(
         raise typer.BadParameter("name at least one page file or .jsonl file, or use --sample")
     command_files = [f for f in files if f.suffix == ".jsonl"]
     pages = [f for f in files if f.suffix != ".jsonl"]
-    code = asyncio.run(ingest_files(settings, pages, console)) if pages else 0
+    code = run(ingest_files(settings, pages, console)) if pages else 0
     for path in command_files:
-        code = max(code, asyncio.run(ingest_commands(settings, path, token, console, report_path=report, window=window)))
+        code = max(code, run(ingest_commands(settings, path, token, console, report_path=report, window=window)))
     raise typer.Exit(code)
 
 

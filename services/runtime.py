@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
+from typing import Any, TypeVar
 
 import nats.errors
 
@@ -14,6 +15,7 @@ from services.log import ClaimLog, LogConfigError, StreamSpec, connect
 from services.settings import Settings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def stream_spec(settings: Settings) -> StreamSpec:
@@ -70,3 +72,17 @@ async def ensure_log(settings: Settings) -> None:
     """Create or verify the stream as admin (``claimlog up``, and the deploy's one-shot ``stream`` service)."""
     async with open_log(settings, client_name="claimlog-stream", role="admin"):
         pass
+
+
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """Run a process's main coroutine, on uvloop where it is installed (it comes with uvicorn[standard]).
+
+    The ingest and projector loops are per-event asyncio work (futures, callbacks, socket reads), which
+    uvloop does in C; the API already runs on it through uvicorn.
+    """
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(main)

@@ -103,8 +103,9 @@ def _announce(settings: Settings, base: str, embedded: bool) -> None:
     users = "" if settings.nats_url else f"NATS users {(settings.data_dir / USERS_FILE).resolve()}\n"
     console.print(
         Panel.fit(
-            f"read API   {base}  (docs: {base}/docs)\n"
+            f"HTTP API   {base}  (docs: {base}/docs, events: {base}/asyncapi)\n"
             f"a claim    {base}/claims/CLM-0338\n"
+            f"to write   claimlog actors add NAME --kind person  (prints a bearer token)\n"
             f"log        {where} at {redact(role_url(settings, 'admin'))}\n"
             f"stream     {settings.stream}\n"
             f"{users}"
