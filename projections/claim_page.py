@@ -30,6 +30,7 @@ from projections.page_model import (
     Stamp,
     Withdrawal,
 )
+from projections.scorecard import counts_toward_scorecard, standing
 
 Handler = Callable[[ClaimPage, Event, Stamp], None]
 
@@ -181,7 +182,8 @@ def derive(page: ClaimPage) -> ClaimPage:
     status.ai_review = counts.reviews_ai > 0
     status.review_state = review_label(status.person_review, status.ai_review)
     status.unreviewed_model_draft = page.notes.drafted_by_model and not live
-    eligible = status.lifecycle == "active" and not status.unreviewed_model_draft
+    status.standing = standing(counts.sources_by_relation)
+    eligible = counts_toward_scorecard(status.lifecycle, status.unreviewed_model_draft)
     status.counts_toward_scorecard = status.moves_standing = eligible
     return page
 

@@ -21,7 +21,7 @@ class ClaimPagesProjection:
     """Folds every event into its claim's page; keeps recently touched pages in memory between batches."""
 
     name = "claim_pages"
-    version = 1
+    version = 2  # 2: standing and the scorecard rules (projections/scorecard.py, RULES_VERSION 1)
     tables = (claim_pages,)
 
     def __init__(self) -> None:
@@ -77,9 +77,15 @@ def page_row(page: ClaimPage) -> dict:
         "review_state": status.review_state,
         "revision": page.revision,
         "counts_toward_scorecard": status.counts_toward_scorecard,
+        "unreviewed_model_draft": status.unreviewed_model_draft,
+        "standing": status.standing,
         "sources_active": counts.sources_active,
         "sources_withdrawn": counts.sources_withdrawn,
+        "sources_validating": counts.sources_by_relation.get("validates", 0),
+        "sources_supporting": counts.sources_by_relation.get("supports", 0),
         "sources_contradicting": counts.sources_by_relation.get("contradicts", 0),
+        "sources_qualifying": counts.sources_by_relation.get("qualifies", 0),
+        "sources_mentioning": counts.sources_by_relation.get("mentions", 0),
         "disagreements_open": counts.disagreements_open,
         "disagreements_resolved": counts.disagreements_resolved,
         "reviews_person": counts.reviews_person,

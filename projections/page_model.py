@@ -135,6 +135,7 @@ class Status:
     person_review: bool = False
     review_state: ReviewState = "unreviewed"
     unreviewed_model_draft: bool = False
+    standing: Literal["validated", "supported", "contested", "refuted", "untested"] = "untested"
     counts_toward_scorecard: bool = True
     moves_standing: bool = True
 

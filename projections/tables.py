@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Column, Integer, MetaData, String, Table, Text
+from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, MetaData, String, Table, Text
 
 metadata = MetaData(
     naming_convention={
@@ -35,9 +35,15 @@ claim_pages = Table(
     Column("review_state", String(24), nullable=False),
     Column("revision", Integer, nullable=False),
     Column("counts_toward_scorecard", Boolean, nullable=False),
+    Column("unreviewed_model_draft", Boolean, nullable=False),
+    Column("standing", String(12), nullable=False),
     Column("sources_active", Integer, nullable=False),
     Column("sources_withdrawn", Integer, nullable=False),
+    Column("sources_validating", Integer, nullable=False),
+    Column("sources_supporting", Integer, nullable=False),
     Column("sources_contradicting", Integer, nullable=False),
+    Column("sources_qualifying", Integer, nullable=False),
+    Column("sources_mentioning", Integer, nullable=False),
     Column("disagreements_open", Integer, nullable=False),
     Column("disagreements_resolved", Integer, nullable=False),
     Column("reviews_person", Integer, nullable=False),
@@ -45,6 +51,7 @@ claim_pages = Table(
     Column("first_seq", BigInteger, nullable=False),
     Column("last_seq", BigInteger, nullable=False, index=True),
     Column("doc", Text, nullable=False),
+    Index("ix_claim_pages_scorecard", "capability", "counts_toward_scorecard", "standing"),
 )
 
 unreadable_events = Table(

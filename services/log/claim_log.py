@@ -39,6 +39,10 @@ class ClaimLog:
         """The claim's events in log order, optionally a window of them."""
         return await self._reader.read(claim_id, after_seq=after_seq, up_to_seq=up_to_seq)
 
+    async def read_log(self, *, after_seq: int, limit: int) -> list[StoredEvent]:
+        """Up to ``limit`` events of the whole log after ``after_seq``, in log order."""
+        return await self._reader.read_log(after_seq=after_seq, limit=limit)
+
     async def claim_head(self, claim_id: str) -> ClaimHead:
         """The claim's last sequence and hash."""
         return await claim_head(self.nc, self.stream, claim_id)

@@ -13,7 +13,7 @@ from nats.aio.msg import Msg
 from nats.js.errors import NotFoundError
 
 from events import Event, decode
-from events.subjects import claim_filter
+from events.subjects import ALL_EVENTS, claim_filter
 from services.log.chain import event_hash
 from services.log.errors import LogError
 
@@ -150,14 +150,19 @@ class ClaimReader:
             start = page[-1].seq + 1
         return events
 
-    async def _page(self, subject: str, start: int, timeout: float) -> tuple[list[StoredEvent], bool]:
+    async def read_log(self, *, after_seq: int, limit: int, timeout: float = 5.0) -> list[StoredEvent]:
+        """Up to ``limit`` events of the whole log after ``after_seq``, in order (the change feed)."""
+        page, _ = await self._page(ALL_EVENTS, after_seq + 1, timeout, batch=limit)
+        return page
+
+    async def _page(self, subject: str, start: int, timeout: float, *, batch: int = PAGE) -> tuple[list[StoredEvent], bool]:
         await self.start()
         self._counter += 1
         token = str(self._counter)
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         page: list[StoredEvent] = []
         self._pending[token] = (done, page)
-        request = json.dumps({"seq": start, "next_by_subj": subject, "batch": PAGE}).encode()
+        request = json.dumps({"seq": start, "next_by_subj": subject, "batch": batch}).encode()
         try:
             await self._nc.publish(f"$JS.API.DIRECT.GET.{self._stream}", request, reply=f"{self._prefix}.{token}")
             more = await asyncio.wait_for(done, timeout)

@@ -15,7 +15,9 @@ from services.actors import ActorStore
 from services.commands.http import router as command_router
 from services.commands.service import CommandService
 from services.log import ClaimLog
+from services.read_api.aggregates import router as aggregates_router
 from services.read_api.contract import router as contract_router
+from services.read_api.feed import router as feed_router
 from services.read_api.routes import router
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
@@ -37,6 +39,8 @@ def create_app(engine: Engine, *, commands: bool = False, lifespan: Lifespan | N
     app.state.read_wait = read_wait
     app.state.applied = 0  # the highest checkpoint this process has seen (for read-your-writes)
     app.include_router(router)
+    app.include_router(aggregates_router)
+    app.include_router(feed_router)
     app.include_router(contract_router)
     if commands:
         app.include_router(command_router)
@@ -48,9 +52,12 @@ def create_app(engine: Engine, *, commands: bool = False, lifespan: Lifespan | N
 
 
 def attach_log(app: FastAPI, claim_log: ClaimLog) -> None:
-    """Give the command routes their writer (and the actors store on the same connection)."""
-    app.state.commands = CommandService(claim_log)
-    app.state.actor_store = _store_opener(claim_log)
+    """Give the app its connection to the log: the change feed reads it, and the command routes (when
+    the app has them) write through it, with the actors store on the same connection."""
+    app.state.claim_log = claim_log
+    if hasattr(app.state, "commands"):
+        app.state.commands = CommandService(claim_log)
+        app.state.actor_store = _store_opener(claim_log)
 
 
 def _store_opener(claim_log: ClaimLog) -> Callable[[], AsyncIterator[ActorStore]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import Connection, or_, select
+from sqlalchemy import Connection, func, or_, select
 
 from projections.page_model import PAGE, ClaimPage
 from projections.tables import checkpoints, claim_pages, unreadable_events
@@ -80,4 +80,63 @@ def unreadable(conn: Connection, *, after: int, limit: int) -> list[dict]:
         .order_by(unreadable_events.c.seq)
         .limit(limit)
     )
+    return [dict(row._mapping) for row in conn.execute(query)]
+
+
+COUNT_COLUMNS = {
+    "validates": claim_pages.c.sources_validating,
+    "supports": claim_pages.c.sources_supporting,
+    "contradicts": claim_pages.c.sources_contradicting,
+    "qualifies": claim_pages.c.sources_qualifying,
+    "mentions": claim_pages.c.sources_mentioning,
+}
+
+
+def claim_counts(conn: Connection, claim_ids: list[str]) -> dict[str, dict]:
+    """Counts of each claim found, from the row that also holds its page (written in one statement)."""
+    query = select(
+        claim_pages.c.claim_id,
+        claim_pages.c.last_seq,
+        claim_pages.c.sources_active,
+        claim_pages.c.sources_withdrawn,
+        claim_pages.c.disagreements_open,
+        claim_pages.c.disagreements_resolved,
+        claim_pages.c.reviews_person,
+        claim_pages.c.reviews_ai,
+        *(column.label(relation) for relation, column in COUNT_COLUMNS.items()),
+    ).where(or_(claim_pages.c.claim_id.in_(claim_ids), claim_pages.c.slug.in_(claim_ids)))
+    found = {}
+    for row in conn.execute(query):
+        values = row._mapping
+        found[values["claim_id"]] = {
+            "claim_id": values["claim_id"],
+            "as_of_seq": values["last_seq"],
+            "sources_by_relation": {relation: values[relation] for relation in COUNT_COLUMNS},
+            **{name: values[name] for name in (
+                "sources_active", "sources_withdrawn", "disagreements_open", "disagreements_resolved",
+                "reviews_person", "reviews_ai",
+            )},
+        }
+    return found
+
+
+def scorecard_rows(conn: Connection, capability: str | None) -> list[dict]:
+    """Claims per capability, technique, standing and eligibility (one grouped scan of the claim rows)."""
+    query = (
+        select(
+            claim_pages.c.capability,
+            claim_pages.c.technique,
+            claim_pages.c.standing,
+            claim_pages.c.counts_toward_scorecard,
+            claim_pages.c.unreviewed_model_draft,
+            func.count().label("claims"),
+        )
+        .where(claim_pages.c.lifecycle == "active")
+        .group_by(
+            claim_pages.c.capability, claim_pages.c.technique, claim_pages.c.standing,
+            claim_pages.c.counts_toward_scorecard, claim_pages.c.unreviewed_model_draft,
+        )
+    )
+    if capability is not None:
+        query = query.where(claim_pages.c.capability == capability)
     return [dict(row._mapping) for row in conn.execute(query)]

@@ -14,14 +14,13 @@ from services.settings import Settings
 
 
 def build_app(settings: Settings, engine: Engine, *, commands: bool = True) -> FastAPI:
-    """The API as ``claimlog api`` serves it."""
-    if not commands:
-        return create_app(engine, read_wait=settings.read_wait_seconds)
+    """The API as ``claimlog api`` serves it: connected to the log as the writer, or (read-only) as a reader."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_log(settings, client_name="claimlog-api", role="writer") as claim_log:
+        role = "writer" if commands else "reader"
+        async with open_log(settings, client_name="claimlog-api", role=role) as claim_log:
             attach_log(app, claim_log)
             yield
 
-    return create_app(engine, commands=True, lifespan=lifespan, read_wait=settings.read_wait_seconds)
+    return create_app(engine, commands=commands, lifespan=lifespan, read_wait=settings.read_wait_seconds)

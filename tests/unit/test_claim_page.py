@@ -100,3 +100,15 @@ def test_counts_equal_the_lengths_of_their_lists_after_a_whole_history():
     assert page.counts.disagreements_open == 1 and page.counts.disagreements_resolved == 1
     assert page.counts.reviews_ai == 1 and page.counts.reviews_person == 1
     assert page.as_of_seq == len(history(CLAIM))
+
+
+def test_standing_follows_the_rules_in_docs_scorecard_md():
+    from projections.scorecard import standing
+
+    assert standing({}) == "untested"
+    assert standing({"qualifies": 2, "mentions": 1}) == "untested"
+    assert standing({"validates": 1, "supports": 3}) == "validated"
+    assert standing({"supports": 1}) == "supported"
+    assert standing({"supports": 1, "contradicts": 1}) == "contested"
+    assert standing({"validates": 1, "contradicts": 2}) == "contested"
+    assert standing({"contradicts": 1, "qualifies": 1}) == "refuted"
