@@ -31,6 +31,20 @@ def upsert_statement(dialect_name: str, table: Table) -> Insert:
     )
 
 
+def insert_new(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert rows, skipping those whose primary key exists (so a fenced-off projector fails on its checkpoint,
+    with a clear error, rather than on a duplicate key)."""
+    if rows:
+        conn.execute(insert_new_statement(conn.dialect.name, table), list(rows))
+
+
+@cache
+def insert_new_statement(dialect_name: str, table: Table) -> Insert:
+    """The insert-if-absent of ``table``, built once."""
+    dialect = {"postgresql": postgresql, "sqlite": sqlite}[dialect_name]
+    return dialect.insert(table).on_conflict_do_nothing(index_elements=[c.name for c in table.primary_key.columns])
+
+
 def chunks(items: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:
     """Consecutive lists of at most ``size`` items."""
     chunk: list[Any] = []

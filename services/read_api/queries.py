@@ -9,6 +9,8 @@ from sqlalchemy import Connection, func, or_, select
 from projections.page_model import PAGE, ClaimPage
 from projections.tables import checkpoints, claim_pages, unreadable_events
 
+RELATED_SHOWN = 5  # a page lists its five highest-ranked related claims, as the registry does
+
 SUMMARY_COLUMNS = (
     claim_pages.c.claim_id,
     claim_pages.c.slug,
@@ -40,6 +42,9 @@ def claim_page_json(conn: Connection, key: str) -> tuple[bytes, int] | None:
         return None
     doc, version = row
     page = json.loads(doc)
+    if len(page["related"]) > RELATED_SHOWN:
+        page["related"] = page["related"][:RELATED_SHOWN]  # ranked: the first five
+        doc = json.dumps(page, ensure_ascii=False, separators=(",", ":"))
     unresolved = {r["key"]: r for r in page["related"] if r["claim_id"] is None}
     if not unresolved:
         return doc.encode(), version

@@ -89,3 +89,11 @@ async def test_the_openapi_document_describes_the_claim_page(samples: TestClient
     assert "/claims/{claim_key}" in spec["paths"]
     assert "ClaimPage" in spec["components"]["schemas"]
     assert samples.get("/docs").status_code == 200
+
+
+@pytest.mark.parametrize("name", ["CLM-0338", "CLM-0501", "CLM-0631"])
+async def test_an_ingested_page_renders_back_to_the_registry_text_byte_for_byte(samples: TestClient, name: str):
+    original = next(p for p in sample_pages() if p.stem == name).read_text(encoding="utf-8").rstrip("\n")
+    response = samples.get(f"/claims/{name}/text")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    assert response.text == original
