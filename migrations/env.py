@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from projections.tables import metadata
+from projections.tables import alembic_filters, metadata
 
 config = context.config
 
@@ -19,6 +19,8 @@ def run_migrations_online() -> None:
             target_metadata=metadata,
             render_as_batch=connection.dialect.name == "sqlite",
             compare_type=True,
+            # SQLite's FTS5 search table and PostgreSQL's GIN search index: see projections/tables.py.
+            **alembic_filters(connection.dialect.name),
         )
         context.run_migrations()
 

@@ -90,6 +90,7 @@ def page_row(page: ClaimPage) -> dict:
         "disagreements_resolved": counts.disagreements_resolved,
         "reviews_person": counts.reviews_person,
         "reviews_ai": counts.reviews_ai,
+        "contention": counts.disagreements_open + counts.sources_by_relation.get("contradicts", 0),
         "first_seq": page.notes.drafted.seq,
         "last_seq": page.as_of_seq,
         "doc": PAGE.dump_json(page).decode(),

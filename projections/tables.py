@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, MetaData, String, Table, Text
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    ColumnElement,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    func,
+    text,
+)
 
 metadata = MetaData(
     naming_convention={
@@ -30,7 +45,7 @@ claim_pages = Table(
     Column("statement", Text, nullable=False),
     Column("statement_key", String(32), nullable=False, index=True),
     Column("capability", String(500), nullable=False, index=True),
-    Column("technique", String(500), nullable=True),
+    Column("technique", String(500), nullable=True, index=True),
     Column("lifecycle", String(12), nullable=False),
     Column("review_state", String(24), nullable=False),
     Column("revision", Integer, nullable=False),
@@ -48,11 +63,41 @@ claim_pages = Table(
     Column("disagreements_resolved", Integer, nullable=False),
     Column("reviews_person", Integer, nullable=False),
     Column("reviews_ai", Integer, nullable=False),
+    Column("contention", Integer, nullable=False),  # open disagreements + active contradicting sources
     Column("first_seq", BigInteger, nullable=False),
     Column("last_seq", BigInteger, nullable=False, index=True),
     Column("doc", Text, nullable=False),
     Index("ix_claim_pages_scorecard", "capability", "counts_toward_scorecard", "standing"),
+    # The listing's sort orders, each ending in claim_id so that keyset pages are stable.
+    Index("ix_claim_pages_recent", "last_seq", "claim_id"),
+    Index("ix_claim_pages_contested", "contention", "claim_id"),
+    Index("ix_claim_pages_evidence", "sources_active", "claim_id"),
+    # SQLite's search table keys its rows by the claim's first sequence: unique, and never changes.
+    Index("ix_claim_pages_first_seq", "first_seq", unique=True),
 )
+
+# Full-text search over statements, in each database's own engine. PostgreSQL: a GIN index on the
+# statement's English tsvector. SQLite: the FTS5 table ``claim_pages_search`` over claim_pages (external
+# content, porter stemming), kept in step by triggers (migration 0003). SQLAlchemy cannot declare an
+# FTS5 table, so Alembic's comparison leaves it and its shadow tables alone (``alembic_filters``).
+SEARCH_CONFIG = text("'english'::regconfig")
+SQLITE_SEARCH_TABLE = "claim_pages_search"
+SQLITE_SEARCH_TABLES = frozenset(
+    {SQLITE_SEARCH_TABLE, *(f"{SQLITE_SEARCH_TABLE}_{shadow}" for shadow in ("data", "idx", "docsize", "config"))}
+)
+
+
+def statement_vector(statement: ColumnElement) -> ColumnElement:
+    """The PostgreSQL text-search vector of a statement: the very expression the GIN index holds."""
+    return func.to_tsvector(SEARCH_CONFIG, statement)
+
+
+Index(
+    "ix_claim_pages_statement_search",
+    statement_vector(claim_pages.c.statement),
+    postgresql_using="gin",
+    info={"dialect": "postgresql"},
+).ddl_if(dialect="postgresql")
 
 unreadable_events = Table(
     "unreadable_events",
@@ -61,3 +106,16 @@ unreadable_events = Table(
     Column("subject", String(300), nullable=False),
     Column("reason", Text, nullable=False),
 )
+
+
+def alembic_filters(dialect_name: str) -> dict[str, Any]:
+    """Options for Alembic's comparison of these tables with a database: leave SQLite's FTS5 search table
+    and its shadow tables alone, and compare an index only on the database it is made for."""
+
+    def include_name(name: str | None, type_: str, parent_names: dict) -> bool:
+        return not (type_ == "table" and dialect_name == "sqlite" and name in SQLITE_SEARCH_TABLES)
+
+    def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+        return type_ != "index" or obj.info.get("dialect", dialect_name) == dialect_name
+
+    return {"include_name": include_name, "include_object": include_object}
