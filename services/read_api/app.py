@@ -18,6 +18,7 @@ from services.log import ClaimLog
 from services.read_api.aggregates import router as aggregates_router
 from services.read_api.contract import router as contract_router
 from services.read_api.feed import router as feed_router
+from services.read_api.pages import router as pages_router
 from services.read_api.registry_text import router as text_router
 from services.read_api.routes import router
 
@@ -44,6 +45,7 @@ def create_app(engine: Engine, *, commands: bool = False, lifespan: Lifespan | N
     app.include_router(feed_router)
     app.include_router(text_router)
     app.include_router(contract_router)
+    app.include_router(pages_router)
     if commands:
         app.include_router(command_router)
         app.state.commands = None

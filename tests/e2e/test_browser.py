@@ -1,0 +1,220 @@
+"""The pages for people, as a reader sees them: ``claimlog up --sample`` in a subprocess, read in headless
+Chromium (Debian's, driven by its own chromedriver through Selenium), with JavaScript turned off."""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.e2e.test_up import free_port, wait_for_page
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+SAMPLE_CLAIMS = ("CLM-0338", "CLM-0501", "CLM-0631")
+
+
+@dataclass
+class Claimlog:
+    """A running ``claimlog up --sample``: where it answers, and the directory it runs in."""
+
+    url: str
+    cwd: Path
+    env: dict[str, str]
+
+    def page_json(self, claim_id: str, after: int = 0) -> dict:
+        response = httpx.get(f"{self.url}/claims/{claim_id}", params={"after": after} if after else None, timeout=15)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def token_for(self, name: str) -> str:
+        """A new person actor's bearer token, from the command line as an operator gets it."""
+        result = subprocess.run(
+            [sys.executable, "-m", "services.cli", "actors", "add", name, "--kind", "person"],
+            cwd=self.cwd, env=self.env, capture_output=True, text=True, timeout=60, check=True,
+        )
+        return result.stdout.strip()
+
+    def send(self, token: str, command: str, **body) -> int:
+        """Carries out a command through the command API; the log sequence of its last event."""
+        response = httpx.post(
+            f"{self.url}/commands/{command}", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=15
+        )
+        assert response.status_code == 201, response.text
+        return response.json()["last_seq"]
+
+
+@pytest.fixture(scope="module")
+def claimlog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Claimlog]:
+    cwd = tmp_path_factory.mktemp("claimlog-up")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAIMLOG_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "services.cli", "up", "--sample", "--port", str(port)],
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for claim_id in SAMPLE_CLAIMS:
+            wait_for_page(f"{url}/claims/{claim_id}", process)
+        yield Claimlog(url, cwd, env)
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    """Headless Debian Chromium with JavaScript off: the pages must work without it."""
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.fail(
+            f"{CHROMIUM} and {CHROMEDRIVER} are needed: apt-get install -y chromium chromium-driver (.ci/run does)"
+        )
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,1800"):
+        options.add_argument(argument)
+    options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+def text_of(browser: WebDriver, css: str) -> str:
+    return browser.find_element(By.CSS_SELECTOR, css).text
+
+
+def open_page(browser: WebDriver, url: str) -> None:
+    browser.get(url)
+    assert "<script" not in browser.page_source
+
+
+def test_a_reader_sees_the_claim_page_and_follows_a_related_claim(
+    claimlog: Claimlog, browser: WebDriver, tmp_path: Path
+):
+    page = claimlog.page_json("CLM-0338")
+    open_page(browser, f"{claimlog.url}/pages/claims/CLM-0338")
+    browser.save_screenshot(str(tmp_path / "CLM-0338.png"))
+
+    assert text_of(browser, "h1") == page["statement"]
+    assert text_of(browser, ".capability") == "Carrying a chain of inference through to its conclusion"
+    assert text_of(browser, ".observed-on") == page["observed_on"]
+    assert "Unreviewed model draft" in text_of(browser, "#status")
+    assert "does not count toward the scorecard" in text_of(browser, "#status")
+    source = text_of(browser, "#sources li.source")
+    assert source.startswith("Validated by: F1 on seven QA benchmarks")
+    assert "Brought by registry-drafter (model: unnamed registry drafting model) on 20" in source
+    notes = text_of(browser, "#notes")
+    assert "Drafted confidence: low." in notes
+    assert f"Falsifier as drafted: {page['notes']['falsifier_as_drafted']}" in notes
+    invitation = text_of(browser, "#disagree")
+    assert "Disagreeing is the most useful thing you can do here." in invitation
+    assert "POST /commands/file_disagreement" in invitation
+
+    related = browser.find_elements(By.CSS_SELECTOR, "#related li")
+    assert len(related) == 5
+    assert [link.get_attribute("href") for link in browser.find_elements(By.CSS_SELECTOR, "#related a")] == [
+        f"{claimlog.url}/pages/claims/CLM-0501", f"{claimlog.url}/pages/claims/CLM-0631"
+    ]
+    browser.find_element(By.CSS_SELECTOR, '#related a[href="/pages/claims/CLM-0501"]').click()
+    WebDriverWait(browser, 10).until(lambda b: b.current_url.endswith("/pages/claims/CLM-0501"))
+    assert text_of(browser, "h1") == claimlog.page_json("CLM-0501")["statement"]
+    assert "Drafted confidence: medium." in text_of(browser, "#notes")
+
+
+def test_the_listing_links_to_every_sample_claim_and_filters_by_capability(claimlog: Claimlog, browser: WebDriver):
+    open_page(browser, f"{claimlog.url}/")
+    assert browser.current_url == f"{claimlog.url}/pages/claims"
+    links = browser.find_elements(By.CSS_SELECTOR, "a.claim-link")
+    assert [link.text for link in links] == list(SAMPLE_CLAIMS)
+
+    browser.find_element(By.LINK_TEXT, "Getting more from several models than from one").click()
+    WebDriverWait(browser, 10).until(lambda b: "capability=" in b.current_url)
+    assert [link.text for link in browser.find_elements(By.CSS_SELECTOR, "a.claim-link")] == ["CLM-0631"]
+    browser.find_element(By.LINK_TEXT, "CLM-0631").click()
+    WebDriverWait(browser, 10).until(lambda b: b.current_url.endswith("/pages/claims/CLM-0631"))
+    assert text_of(browser, "h1") == claimlog.page_json("CLM-0631")["statement"]
+
+    open_page(browser, f"{claimlog.url}/pages/claims?limit=2")
+    assert [link.text for link in browser.find_elements(By.CSS_SELECTOR, "a.claim-link")] == ["CLM-0338", "CLM-0501"]
+    browser.find_element(By.CSS_SELECTOR, "a[rel=next]").click()
+    WebDriverWait(browser, 10).until(lambda b: "cursor=" in b.current_url)
+    assert [link.text for link in browser.find_elements(By.CSS_SELECTOR, "a.claim-link")] == ["CLM-0631"]
+    assert not browser.find_elements(By.CSS_SELECTOR, "a[rel=next]")
+
+
+def test_an_unknown_claim_gets_a_404_page(claimlog: Claimlog, browser: WebDriver):
+    assert httpx.get(f"{claimlog.url}/pages/claims/CLM-9999", timeout=15).status_code == 404
+    open_page(browser, f"{claimlog.url}/pages/claims/CLM-9999")
+    assert text_of(browser, "h1") == "No such claim"
+    assert "CLM-9999" in text_of(browser, "main")
+
+
+def test_a_withdrawn_source_stays_struck_through_with_who_withdrew_it_and_why(
+    claimlog: Claimlog, browser: WebDriver, tmp_path: Path
+):
+    source_id = claimlog.page_json("CLM-0338")["sources"][0]["source_id"]
+    token = claimlog.token_for("grace")
+    reason = "The ablation numbers were read off the wrong table <Table 3>."
+    seq = claimlog.send(token, "withdraw_source", claim_id="CLM-0338", source_id=source_id, reason=reason)
+    assert claimlog.page_json("CLM-0338", after=seq)["sources"][0]["state"] == "withdrawn"
+
+    open_page(browser, f"{claimlog.url}/pages/claims/CLM-0338?after={seq}")
+    source = browser.find_element(By.CSS_SELECTOR, f"#source-{source_id}")
+    struck = source.find_element(By.TAG_NAME, "del")
+    assert struck.text.startswith("Validated by: F1 on seven QA benchmarks")
+    assert "line-through" in struck.value_of_css_property("text-decoration-line")
+    assert "Brought by registry-drafter" in source.text
+    assert "Withdrawn by grace (person) on 20" in source.text and f"Why: {reason}" in source.text
+    assert text_of(browser, "#withdrawn-count") == "1"
+    browser.save_screenshot(str(tmp_path / "CLM-0338-withdrawn.png"))
+
+
+def test_corrections_disagreements_reviews_and_a_revised_falsifier_show_with_who_did_them(
+    claimlog: Claimlog, browser: WebDriver
+):
+    source_id = claimlog.page_json("CLM-0501")["sources"][0]["source_id"]
+    token = claimlog.token_for("ada")
+    ada = functools.partial(claimlog.send, token, claim_id="CLM-0501")
+    ada("correct_source", source_id=source_id, citation="arXiv:2601.00001", reason="The paper has an id now.")
+    ada("file_disagreement", disagreement_id="horizon", argument="Three environments cannot show a trend with horizon.")
+    ada("answer_disagreement", disagreement_id="horizon", answer="GSM-Infinite varies the horizon within one environment.")
+    ada("resolve_disagreement", disagreement_id="horizon", outcome="rejected", note="The within-environment trend holds.")
+    ada("file_disagreement", disagreement_id="judge", argument="The LLM judge may leak the reference.", source_id=source_id)
+    ada("record_review", review_id="r1", verdict="sound", confidence="medium", revision=1, summary="Checked the tables.")
+    ada("record_review", review_id="r2", verdict="unsound", confidence="low", revision=1)
+    ada("withdraw_review", review_id="r2", reason="Reviewed the wrong paper.")
+    seq = ada("revise_claim", falsifier="Segment rewards trail sparse rewards at matched compute.", reason="Sharper.")
+
+    open_page(browser, f"{claimlog.url}/pages/claims/CLM-0501?after={seq}")
+    assert "Corrected by ada (person) on 20" in text_of(browser, f"#source-{source_id}")
+    assert "citation now “arXiv:2601.00001”. Why: The paper has an id now." in text_of(browser, f"#source-{source_id}")
+    rejected = text_of(browser, "#disagreement-horizon")
+    assert "Filed by ada (person)" in rejected and "GSM-Infinite varies the horizon" in rejected
+    assert "Resolved: rejected, by ada (person)" in rejected
+    assert f"About source {source_id}" in text_of(browser, "#disagreement-judge")
+    assert "1 open, 1 resolved" in text_of(browser, "#status")
+    assert "1 by a person, 0 by AI" in text_of(browser, "#status")
+    assert "reviewed by a person" in text_of(browser, "#status")
+    assert "Unreviewed model draft" not in text_of(browser, "#status")
+    reviews = browser.find_elements(By.CSS_SELECTOR, "#reviews li")
+    assert reviews[0].text.startswith("sound, confidence medium, of revision 1: Checked the tables.")
+    assert reviews[1].find_element(By.TAG_NAME, "del").text.startswith("unsound")
+    assert "Why: Reviewed the wrong paper." in reviews[1].text
+    notes = text_of(browser, "#notes")
+    assert "Falsifier as drafted: On long-horizon tasks" in notes
+    assert "Falsifier as it stands now: Segment rewards trail sparse rewards at matched compute." in notes
