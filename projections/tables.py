@@ -9,6 +9,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     ColumnElement,
+    DateTime,
     Index,
     Integer,
     MetaData,
@@ -119,3 +120,38 @@ def alembic_filters(dialect_name: str) -> dict[str, Any]:
         return type_ != "index" or obj.info.get("dialect", dialect_name) == dialect_name
 
     return {"include_name": include_name, "include_object": include_object}
+
+# The contributors projection# they brought (withdrawn or corrected by anyone, resolved by anyone).
+contributor_activity = Table(
+    "contributor_activity",
+    metadata,
+    Column("seq", BigInteger, primary_key=True),
+    Column("actor_id", String(500), nullable=False),
+    Column("actor_kind", String(12), nullable=False),
+    Column("actor_model", String(500), nullable=True),
+    Column("claim_id", String(20), nullable=False),
+    Column("event_type", String(40), nullable=False),
+    Column("subject_id", String(64), nullable=True),  # the source, disagreement or review acted on
+    Column("at", DateTime(timezone=True), nullable=False),
+    Index("ix_contributor_activity_actor", "actor_id", "seq"),
+)
+
+contributor_sources = Table(
+    "contributor_sources",
+    metadata,
+    Column("claim_id", String(20), primary_key=True),
+    Column("source_id", String(64), primary_key=True),
+    Column("brought_by", String(500), nullable=False, index=True),
+    Column("relation", String(12), nullable=False),
+    Column("withdrawn", Boolean, nullable=False),
+    Column("corrections", Integer, nullable=False),
+)
+
+contributor_disagreements = Table(
+    "contributor_disagreements",
+    metadata,
+    Column("claim_id", String(20), primary_key=True),
+    Column("disagreement_id", String(64), primary_key=True),
+    Column("filed_by", String(500), nullable=False, index=True),
+    Column("outcome", String(12), nullable=True),  # None while open
+)

@@ -17,6 +17,7 @@ from services.commands.service import CommandService
 from services.log import ClaimLog
 from services.read_api.aggregates import router as aggregates_router
 from services.read_api.contract import router as contract_router
+from services.read_api.contributors import router as contributors_router
 from services.read_api.feed import router as feed_router
 from services.read_api.pages import router as pages_router
 from services.read_api.registry_text import router as text_router
@@ -43,6 +44,7 @@ def create_app(engine: Engine, *, commands: bool = False, lifespan: Lifespan | N
     app.include_router(router)
     app.include_router(aggregates_router)
     app.include_router(feed_router)
+    app.include_router(contributors_router)
     app.include_router(text_router)
     app.include_router(contract_router)
     app.include_router(pages_router)

@@ -101,3 +101,28 @@ async def test_the_change_feed_serves_the_log_in_order_with_hashes_that_chain(ap
     assert ours[-1]["hash"] == event_hash(stored[-1].data)
     idle = (await api.http.get("/events", params={"after": last})).json()
     assert idle == {"events": [], "next_after": last}
+
+
+async def test_a_contributors_record_shows_what_they_brought_and_what_became_of_it(api: Api):
+    claim, other = random_claim_id(), random_claim_id()
+    await history_with_everything(api, claim)
+    await api.send("draft_claim", "ada", **draft(other))
+    last = (await api.send("attach_source", "bot", claim_id=other, source_id="s9", relation="mentions", measured="M.")).json()["last_seq"]
+
+    bot = (await api.http.get("/contributors/source-bot", params={"after": last})).json()
+    assert bot["kinds"] == ["service"] and bot["claims_drafted"] == 0
+    # s2 was corrected to "qualifies" by ada; s3 was withdrawn: both still the bot's.
+    assert bot["sources_brought"] == {"validates": 1, "supports": 0, "contradicts": 0, "qualifies": 1, "mentions": 1}
+    assert (bot["sources_withdrawn"], bot["sources_corrected"]) == (1, 1)
+    grace = (await api.http.get("/contributors/grace")).json()
+    assert grace["disagreements"] == {"filed": 2, "open": 1, "upheld": 0, "rejected": 1, "withdrawn": 0}
+    assert grace["reviews_given"] == 1
+    drafter = (await api.http.get("/contributors/drafter")).json()
+    assert drafter["models"] == ["drafter-2"] and drafter["claims_drafted"] == 1 and drafter["reviews_given"] == 1
+
+    first = (await api.http.get("/contributors/source-bot", params={"limit": 2})).json()
+    older = (await api.http.get("/contributors/source-bot", params={"limit": 2, "before": first["next_before"]})).json()
+    lines = first["activity"] + older["activity"]
+    assert [a["seq"] for a in lines] == sorted((a["seq"] for a in lines), reverse=True) and len(lines) == 4
+    assert lines[0] == {**lines[0], "claim_id": other, "event_type": "SourceAttached", "subject_id": "s9"}
+    assert (await api.http.get("/contributors/nobody")).status_code == 404

@@ -1,0 +1,90 @@
+"""The contributors projection: each actor's activity, and the fate of the sources and disagreements they brought.
+
+Every event is one line of its actor's activity. Sources and disagreements are also kept by who
+brought them, so "sources of theirs withdrawn or corrected" and "their disagreements' outcomes" are
+one indexed read however many others acted on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, and_, or_, select
+
+from events.disagreement import DisagreementFiled, DisagreementResolved
+from events.source import SourceAttached, SourceCorrected, SourceWithdrawn
+from projections.base import Record
+from projections.sql import chunks, insert_new, upsert
+from projections.tables import contributor_activity, contributor_disagreements, contributor_sources
+
+
+class ContributorsProjection:
+    """Activity per actor, and sources and disagreements by who brought them."""
+
+    name = "contributors"
+    version = 1
+    tables = (contributor_activity, contributor_sources, contributor_disagreements)
+
+    def apply_batch(self, conn: Connection, records: Sequence[Record]) -> None:
+        """One insert of the batch's activity and one upsert each of the sources and disagreements it touched."""
+        if not records:
+            return
+        insert_new(conn, contributor_activity, [activity_row(r) for r in records])
+        sources = self._load(conn, contributor_sources, "source_id", records, (SourceCorrected, SourceWithdrawn))
+        disagreements = self._load(conn, contributor_disagreements, "disagreement_id", records, (DisagreementResolved,))
+        for record in records:
+            event = record.event
+            if isinstance(event, SourceAttached):
+                sources.setdefault((event.claim_id, event.source_id), {
+                    "claim_id": event.claim_id, "source_id": event.source_id, "brought_by": event.actor.id,
+                    "relation": event.relation, "withdrawn": False, "corrections": 0,
+                })
+            elif isinstance(event, SourceCorrected) and (row := sources.get((event.claim_id, event.source_id))):
+                row["corrections"] += 1
+                row["relation"] = event.relation or row["relation"]
+            elif isinstance(event, SourceWithdrawn) and (row := sources.get((event.claim_id, event.source_id))):
+                row["withdrawn"] = True
+            elif isinstance(event, DisagreementFiled):
+                disagreements.setdefault((event.claim_id, event.disagreement_id), {
+                    "claim_id": event.claim_id, "disagreement_id": event.disagreement_id,
+                    "filed_by": event.actor.id, "outcome": None,
+                })
+            elif isinstance(event, DisagreementResolved) and (row := disagreements.get((event.claim_id, event.disagreement_id))):
+                row["outcome"] = row["outcome"] or event.outcome
+        upsert(conn, contributor_sources, list(sources.values()))
+        upsert(conn, contributor_disagreements, list(disagreements.values()))
+
+    def forget(self) -> None:
+        """Nothing is kept in memory between batches."""
+
+    @staticmethod
+    def _load(conn: Connection, table, id_column: str, records: Sequence[Record], acting: tuple[type, ...]) -> dict:
+        """Rows of the things this batch acts on that earlier batches created."""
+        keys = {(r.event.claim_id, getattr(r.event, id_column)) for r in records if isinstance(r.event, acting)}
+        rows: dict = {}
+        for chunk in chunks(sorted(keys)):
+            condition = or_(*(and_(table.c.claim_id == claim, table.c[id_column] == key) for claim, key in chunk))
+            for row in conn.execute(select(table).where(condition)):
+                rows[(row.claim_id, getattr(row, id_column))] = dict(row._mapping)
+        return rows
+
+
+def activity_row(record: Record) -> dict:
+    """One line of the acting actor's activity."""
+    event = record.event
+    field = next((name for prefix, name in SUBJECT_FIELDS if event.type.startswith(prefix)), None)
+    subject = getattr(event, field) if field else None
+    return {
+        "seq": record.seq,
+        "actor_id": event.actor.id,
+        "actor_kind": event.actor.kind.value,
+        "actor_model": event.actor.model,
+        "claim_id": event.claim_id,
+        "event_type": event.type,
+        "subject_id": subject,
+        "at": record.at,
+    }
+
+
+# Which id names what an event acted on, by the event family (its type's first word).
+SUBJECT_FIELDS = (("Source", "source_id"), ("Disagreement", "disagreement_id"), ("Review", "review_id"))
