@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, bindparam, select
 
 from events.disagreement import DisagreementFiled, DisagreementResolved
 from events.source import SourceAttached, SourceCorrected, SourceWithdrawn
@@ -62,10 +62,14 @@ class ContributorsProjection:
         """Rows of the things this batch acts on that earlier batches created."""
         keys = {(r.event.claim_id, getattr(r.event, id_column)) for r in records if isinstance(r.event, acting)}
         rows: dict = {}
-        for chunk in chunks(sorted(keys)):
-            condition = or_(*(and_(table.c.claim_id == claim, table.c[id_column] == key) for claim, key in chunk))
-            for row in conn.execute(select(table).where(condition)):
-                rows[(row.claim_id, getattr(row, id_column))] = dict(row._mapping)
+        # By claim (the primary key's first column), one cached statement: a query naming each
+        # (claim, id) pair compiled anew for every batch and cost a quarter of the projector's time.
+        query = select(table).where(table.c.claim_id.in_(bindparam("claims", expanding=True)))
+        for chunk in chunks(sorted({claim for claim, _ in keys})):
+            for row in conn.execute(query, {"claims": chunk}):
+                key = (row.claim_id, getattr(row, id_column))
+                if key in keys:
+                    rows[key] = dict(row._mapping)
         return rows
 
 
