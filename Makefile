@@ -17,6 +17,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/backlog.py
 	$(BIN)/python bench/bulk.py
 	$(BIN)/python bench/commands.py
+	$(BIN)/python bench/read_api.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

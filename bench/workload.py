@@ -17,6 +17,16 @@ PERSON = Actor(id="reviewer-7", kind="person")
 WORDS = ["policy", "reward", "retrieval", "memory", "benchmark", "ablation", "baseline", "trajectory", "horizon", "agent", "planner", "critic", "segment", "sparse", "dense", "process", "outcome", "accuracy", "replication", "margin", "variance", "backbone"]
 
 
+SYLLABLES = ["ka", "lo", "mi", "ren", "tas", "vo", "quen", "dri", "sel", "bor", "nu", "phe"]
+# 1,728 invented topic words: a statement names three, so a search for one matches a few in a thousand.
+TOPICS = [a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES]
+
+
+def statement(rng: random.Random) -> str:
+    """A claim statement: common words, and three topic words that make searches selective."""
+    return f"{sentence(rng, 34)[:-1]} on {' '.join(rng.sample(TOPICS, 3))}."
+
+
 def sentence(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
 
@@ -29,7 +39,7 @@ def claim_events(claim_number: int, per_claim: int, rng: random.Random) -> list[
     events: list[Event] = [
         ClaimDrafted(
             event_id=new_event_id(), **base, actor=MODEL, slug=f"claim-{claim_number}",
-            statement=sentence(rng, 40), capability=f"Capability {claim_number % 12}",
+            statement=statement(rng), capability=f"Capability {claim_number % 12}",
             observed_on=sentence(rng, 20), drafted_confidence="low", falsifier=sentence(rng, 20),
         )
     ]
