@@ -8,7 +8,6 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
-    ColumnElement,
     DateTime,
     Index,
     Integer,
@@ -16,7 +15,6 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    func,
     text,
 )
 
@@ -77,28 +75,19 @@ claim_pages = Table(
     Index("ix_claim_pages_first_seq", "first_seq", unique=True),
 )
 
-# Full-text search over statements, in each database's own engine. PostgreSQL: a GIN index on the
-# statement's English tsvector. SQLite: the FTS5 table ``claim_pages_search`` over claim_pages (external
-# content, porter stemming), kept in step by triggers (migration 0003). SQLAlchemy cannot declare an
-# FTS5 table, so Alembic's comparison leaves it and its shadow tables alone (``alembic_filters``).
+# Full-text search over statements, in each database's own engine, kept in step with claim_pages by
+# triggers (migration 0003). SQLite: the FTS5 table ``claim_pages_search`` (external content, porter
+# stemming). PostgreSQL: the column ``statement_search``, the statement's English tsvector, with a GIN
+# index. SQLAlchemy cannot declare either (nor should the projector write the column), so Alembic's
+# comparison leaves them alone (``alembic_filters``).
 SEARCH_CONFIG = text("'english'::regconfig")
 SQLITE_SEARCH_TABLE = "claim_pages_search"
 SQLITE_SEARCH_TABLES = frozenset(
     {SQLITE_SEARCH_TABLE, *(f"{SQLITE_SEARCH_TABLE}_{shadow}" for shadow in ("data", "idx", "docsize", "config"))}
 )
+POSTGRESQL_SEARCH_COLUMN = "statement_search"
+POSTGRESQL_SEARCH_INDEX = "ix_claim_pages_statement_search"
 
-
-def statement_vector(statement: ColumnElement) -> ColumnElement:
-    """The PostgreSQL text-search vector of a statement: the very expression the GIN index holds."""
-    return func.to_tsvector(SEARCH_CONFIG, statement)
-
-
-Index(
-    "ix_claim_pages_statement_search",
-    statement_vector(claim_pages.c.statement),
-    postgresql_using="gin",
-    info={"dialect": "postgresql"},
-).ddl_if(dialect="postgresql")
 
 unreadable_events = Table(
     "unreadable_events",
@@ -110,16 +99,16 @@ unreadable_events = Table(
 
 
 def alembic_filters(dialect_name: str) -> dict[str, Any]:
-    """Options for Alembic's comparison of these tables with a database: leave SQLite's FTS5 search table
-    and its shadow tables alone, and compare an index only on the database it is made for."""
+    """Options for Alembic's comparison of these tables with a database: leave alone the full-text search
+    objects SQLAlchemy cannot declare (SQLite's FTS5 tables, PostgreSQL's tsvector column and its index)."""
 
     def include_name(name: str | None, type_: str, parent_names: dict) -> bool:
-        return not (type_ == "table" and dialect_name == "sqlite" and name in SQLITE_SEARCH_TABLES)
+        if dialect_name == "sqlite":
+            return not (type_ == "table" and name in SQLITE_SEARCH_TABLES)
+        undeclared = {("column", POSTGRESQL_SEARCH_COLUMN), ("index", POSTGRESQL_SEARCH_INDEX)}
+        return not (parent_names.get("table_name") == "claim_pages" and (type_, name) in undeclared)
 
-    def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
-        return type_ != "index" or obj.info.get("dialect", dialect_name) == dialect_name
-
-    return {"include_name": include_name, "include_object": include_object}
+    return {"include_name": include_name}
 
 # The contributors projection# they brought (withdrawn or corrected by anyone, resolved by anyone).
 contributor_activity = Table(

@@ -1,11 +1,18 @@
 """listing and search: a contention count, an index per sort order, and full-text search over statements
 
-Full-text search uses each database's own engine. PostgreSQL: a GIN index on the statement's English
-tsvector. SQLite: the FTS5 table ``claim_pages_search`` with claim_pages as its external content, keyed
-by ``first_seq`` (a claim's first log sequence: unique, and never changes, unlike SQLite's implicit
-rowid), kept in step by triggers. A later migration that makes SQLite recreate claim_pages (batch
-"move and copy") drops those triggers with the old table: it must create them again (``SQLITE_TRIGGERS``
-here) and rebuild the index (``INSERT INTO claim_pages_search(claim_pages_search) VALUES ('rebuild')``).
+Full-text search uses each database's own engine, kept in step with claim_pages by triggers.
+
+PostgreSQL: the column ``statement_search``, the statement's English tsvector, with a GIN index. It is
+stored, so that ranking a search that matches most claims does not parse every statement again, and
+its triggers parse a statement only when it is new or changed: a generated column or an expression
+index would parse it at every event of the claim, since the projector's upsert rewrites the whole row.
+
+SQLite: the FTS5 table ``claim_pages_search`` (porter stemming) with claim_pages as its external
+content, keyed by ``first_seq`` (a claim's first log sequence: unique, and never changes, unlike
+SQLite's implicit rowid, which VACUUM may renumber). A later migration that makes SQLite recreate
+claim_pages (batch "move and copy") drops the triggers with the old table: it must create them again
+(``SQLITE_TRIGGERS`` here) and rebuild the index
+(``INSERT INTO claim_pages_search(claim_pages_search) VALUES ('rebuild')``).
 
 The read models are emptied and their checkpoints dropped, so the projector rebuilds them from the
 log with the new column filled in (they are disposable: the log is the source of truth).
@@ -49,9 +56,25 @@ SQLITE_TRIGGERS = (
         INSERT INTO claim_pages_search(claim_pages_search, rowid, statement) VALUES ('delete', old.first_seq, old.statement);
     END""",
 )
-POSTGRESQL_SEARCH_INDEX = (
-    "CREATE INDEX ix_claim_pages_statement_search ON claim_pages "
-    "USING gin (to_tsvector('english'::regconfig, statement))"
+POSTGRESQL_SEARCH = (
+    "ALTER TABLE claim_pages ADD COLUMN statement_search tsvector",
+    """CREATE FUNCTION claim_pages_search_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        NEW.statement_search := to_tsvector('english'::regconfig, NEW.statement);
+        RETURN NEW;
+    END $$""",
+    # Not BEFORE INSERT: the upsert's proposed row fires that even when it turns into an update.
+    """CREATE FUNCTION claim_pages_search_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE claim_pages SET statement_search = to_tsvector('english'::regconfig, NEW.statement)
+        WHERE claim_id = NEW.claim_id;
+        RETURN NULL;
+    END $$""",
+    """CREATE TRIGGER claim_pages_search_insert AFTER INSERT ON claim_pages
+    FOR EACH ROW EXECUTE FUNCTION claim_pages_search_inserted()""",
+    """CREATE TRIGGER claim_pages_search_update BEFORE UPDATE OF statement ON claim_pages
+    FOR EACH ROW WHEN (OLD.statement IS DISTINCT FROM NEW.statement) EXECUTE FUNCTION claim_pages_search_changed()""",
+    "CREATE INDEX ix_claim_pages_statement_search ON claim_pages USING gin (statement_search)",
 )
 
 
@@ -70,7 +93,8 @@ def upgrade() -> None:
         for name, columns in SORT_INDEXES.items():
             batch_op.create_index(name, columns, unique=False)
     if op.get_bind().dialect.name == 'postgresql':
-        op.execute(POSTGRESQL_SEARCH_INDEX)
+        for statement in POSTGRESQL_SEARCH:
+            op.execute(statement)
     else:
         op.execute(SQLITE_SEARCH_TABLE)
         for trigger in SQLITE_TRIGGERS:
@@ -79,7 +103,12 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == 'postgresql':
-        op.execute('DROP INDEX ix_claim_pages_statement_search')
+        for trigger in ('insert', 'update'):
+            op.execute(f'DROP TRIGGER IF EXISTS claim_pages_search_{trigger} ON claim_pages')
+        for function in ('inserted', 'changed'):
+            op.execute(f'DROP FUNCTION IF EXISTS claim_pages_search_{function}()')
+        op.execute('DROP INDEX IF EXISTS ix_claim_pages_statement_search')
+        op.execute('ALTER TABLE claim_pages DROP COLUMN IF EXISTS statement_search')
     else:
         for trigger in ('insert', 'update', 'delete'):
             op.execute(f'DROP TRIGGER claim_pages_search_{trigger}')
