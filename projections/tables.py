@@ -110,7 +110,8 @@ def alembic_filters(dialect_name: str) -> dict[str, Any]:
 
     return {"include_name": include_name}
 
-# The contributors projection# they brought (withdrawn or corrected by anyone, resolved by anyone).
+# The contributors projection: what each actor did, and what became of the sources and disagreements
+# they brought (withdrawn or corrected by anyone, resolved by anyone).
 contributor_activity = Table(
     "contributor_activity",
     metadata,
