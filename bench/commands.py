@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bench.common import arguments, percentile  # noqa: E402
+from bench.common import KeepAlive, arguments, percentile  # noqa: E402
 from bench.latency import paced, start, wait_healthy  # noqa: E402
 from events import Actor  # noqa: E402
 from services.actors import ActorStore  # noqa: E402
@@ -39,34 +39,6 @@ CLAIMS = 1000  # a few commands per claim over a run, as on the registry (claims
 ACTOR = Actor(id="source-bot", kind="service")
 
 
-class Poster:
-    """Keep-alive HTTP/1.1 POSTs on a few raw connections (httpx costs ~1 ms of CPU per request here)."""
-
-    def __init__(self, host: str, port: int, token: str, connections: int = 16) -> None:
-        self._host, self._port, self._token = host, port, token
-        self._idle: asyncio.Queue = asyncio.Queue()
-        self._connections = connections
-
-    async def open(self) -> None:
-        for _ in range(self._connections):
-            self._idle.put_nowait(await asyncio.open_connection(self._host, self._port))
-
-    async def post(self, path: str, body: dict) -> tuple[int, dict]:
-        data = json.dumps(body).encode()
-        reader, writer = await self._idle.get()
-        try:
-            writer.write(
-                f"POST {path} HTTP/1.1\r\nHost: {self._host}\r\nAuthorization: Bearer {self._token}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data
-            )
-            head = await reader.readuntil(b"\r\n\r\n")
-            status = int(head.split(b" ", 2)[1])
-            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
-            return status, json.loads(await reader.readexactly(length))
-        finally:
-            self._idle.put_nowait((reader, writer))
-
-
 def draft(n: int) -> dict:
     return {
         "claim_id": f"CLM-{n:04d}", "slug": f"claim-{n}", "statement": f"Statement {n}.",
@@ -74,8 +46,13 @@ def draft(n: int) -> dict:
     }
 
 
-async def command_latency(poster: Poster, rate: float, seconds: float) -> tuple[list[float], int]:
-    for status, body in await asyncio.gather(*(poster.post("/commands/draft_claim", draft(n)) for n in range(CLAIMS))):
+async def post(client: KeepAlive, path: str, body: dict) -> tuple[int, dict]:
+    status, data = await client.request("POST", path, body)
+    return status, json.loads(data)
+
+
+async def command_latency(poster: KeepAlive, rate: float, seconds: float) -> tuple[list[float], int]:
+    for status, body in await asyncio.gather(*(post(poster, "/commands/draft_claim", draft(n)) for n in range(CLAIMS))):
         assert status in (200, 201), body
     await asyncio.sleep(2)  # let the projector catch up with the drafts
     failures = 0
@@ -83,7 +60,8 @@ async def command_latency(poster: Poster, rate: float, seconds: float) -> tuple[
     async def measure(i: int) -> float:
         nonlocal failures
         started = time.perf_counter()
-        status, body = await poster.post(
+        status, body = await post(
+            poster,
             "/commands/attach_source",
             {"claim_id": f"CLM-{i % CLAIMS:04d}", "source_id": f"s{i}", "relation": "supports", "measured": f"Measurement {i}."},
         )
@@ -135,7 +113,7 @@ async def main(args: argparse.Namespace) -> None:
         token, _ = await (await ActorStore.open(nc, create=True)).issue(ACTOR)
         await nc.close()
         await wait_healthy(f"http://127.0.0.1:{args.port}")
-        poster = Poster("127.0.0.1", args.port, token)
+        poster = KeepAlive(args.port, headers={"Authorization": f"Bearer {token}"})
         await poster.open()
         ours, failures = await command_latency(poster, args.rate, args.seconds)
         peer = await peer_latency(url, args.rate, args.seconds)

@@ -29,7 +29,7 @@ import httpx  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bench.common import arguments, percentile  # noqa: E402
+from bench.common import KeepAlive, arguments, percentile  # noqa: E402
 from bench.workload import BOT, MODEL  # noqa: E402
 from events import new_event_id  # noqa: E402
 from events.claim import ClaimDrafted  # noqa: E402
@@ -100,30 +100,6 @@ class RowWatcher:
             await asyncio.sleep(0.0005)
 
 
-class PageReader:
-    """Keep-alive HTTP/1.1 GETs on a few raw connections: the load generator must cost far less
-    than the server it measures, and httpx costs about a millisecond of CPU per request here."""
-
-    def __init__(self, host: str, port: int, connections: int = 8) -> None:
-        self._host, self._port = host, port
-        self._idle: asyncio.Queue = asyncio.Queue()
-        self._connections = connections
-
-    async def open(self) -> None:
-        for _ in range(self._connections):
-            self._idle.put_nowait(await asyncio.open_connection(self._host, self._port))
-
-    async def get_json(self, path: str) -> dict:
-        reader, writer = await self._idle.get()
-        try:
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: {self._host}\r\n\r\n".encode())
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
-            return json.loads(await reader.readexactly(length))
-        finally:
-            self._idle.put_nowait((reader, writer))
-
-
 async def claimlog_latency(claim_log: ClaimLog, port: int, db_path: Path, rate: float, seconds: float) -> list[float]:
     heads = {}
     for n in range(CLAIMS):
@@ -132,7 +108,7 @@ async def claimlog_latency(claim_log: ClaimLog, port: int, db_path: Path, rate: 
     await asyncio.sleep(2)  # let the projector apply the drafts
     watcher = RowWatcher(db_path)
     watching = asyncio.create_task(watcher.run())
-    pages = PageReader("127.0.0.1", port)
+    pages = KeepAlive(port, connections=8)
     await pages.open()
 
     async def measure(i: int) -> float:
@@ -143,7 +119,7 @@ async def claimlog_latency(claim_log: ClaimLog, port: int, db_path: Path, rate: 
             head = await claim_log.append(claim_id, [source(claim_id, i)], expected_seq=head.last_seq, prev_hash=head.last_hash)
             heads[claim_id] = head
             await watcher.wait(claim_id, head.last_seq)
-            page = await pages.get_json(f"/claims/{claim_id}")
+            page = json.loads((await pages.request("GET", f"/claims/{claim_id}"))[1])
             assert page["as_of_seq"] >= head.last_seq, "the API served an older page than the database holds"
             return (time.perf_counter() - started) * 1000
 

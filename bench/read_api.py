@@ -13,7 +13,6 @@ p99 < 50 ms. Run it with a PostgreSQL URL to measure PostgreSQL.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 import sys
@@ -27,7 +26,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from sqlalchemy import Engine, insert, select  # noqa: E402
 
-from bench.common import arguments, percentile, progress  # noqa: E402
+from bench.common import KeepAlive, arguments, percentile, progress  # noqa: E402
 from bench.latency import paced, start, wait_healthy  # noqa: E402
 from bench.workload import TOPICS, WORDS, claim_events  # noqa: E402
 from projections.base import Record  # noqa: E402
@@ -63,36 +62,13 @@ def load(engine: Engine, claims: int, per_claim: int) -> int:
     return seq
 
 
-class Getter:
-    """Keep-alive HTTP/1.1 GETs on raw connections (httpx costs ~1 ms of CPU per request here)."""
-
-    def __init__(self, port: int, connections: int = 16) -> None:
-        self._port, self._connections = port, connections
-        self._idle: asyncio.Queue = asyncio.Queue()
-
-    async def open(self) -> None:
-        for _ in range(self._connections):
-            self._idle.put_nowait(await asyncio.open_connection("127.0.0.1", self._port))
-
-    async def get(self, path: str) -> int:
-        reader, writer = await self._idle.get()
-        try:
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
-            await reader.readexactly(length)
-            return int(head.split(b" ", 2)[1])
-        finally:
-            self._idle.put_nowait((reader, writer))
-
-
-async def measure_kind(getter: Getter, paths, rate: float, seconds: float) -> tuple[list[float], int, float]:
+async def measure_kind(getter: KeepAlive, paths, rate: float, seconds: float) -> tuple[list[float], int, float]:
     failures = 0
 
     async def one(i: int) -> float:
         nonlocal failures
         started = time.perf_counter()
-        if await getter.get(paths(i)) != 200:
+        if (await getter.request("GET", paths(i)))[0] != 200:
             failures += 1
         return (time.perf_counter() - started) * 1000
 
@@ -139,7 +115,7 @@ async def main(args) -> None:
     results = {}
     try:
         await wait_healthy(f"http://127.0.0.1:{args.port}")
-        getter = Getter(args.port)
+        getter = KeepAlive(args.port)
         await getter.open()
         for name, (paths, rate) in kinds.items():
             results[name] = (rate, *await measure_kind(getter, paths, rate, args.seconds))

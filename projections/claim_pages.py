@@ -12,7 +12,7 @@ from projections.base import Record
 from projections.claim_page import apply, derive
 from projections.page_model import PAGE, ClaimPage
 from projections.sql import chunks, upsert
-from projections.tables import claim_pages
+from projections.tables import RELATION_COLUMNS, claim_pages
 
 CACHE_PAGES = 20_000
 
@@ -81,11 +81,7 @@ def page_row(page: ClaimPage) -> dict:
         "standing": status.standing,
         "sources_active": counts.sources_active,
         "sources_withdrawn": counts.sources_withdrawn,
-        "sources_validating": counts.sources_by_relation.get("validates", 0),
-        "sources_supporting": counts.sources_by_relation.get("supports", 0),
-        "sources_contradicting": counts.sources_by_relation.get("contradicts", 0),
-        "sources_qualifying": counts.sources_by_relation.get("qualifies", 0),
-        "sources_mentioning": counts.sources_by_relation.get("mentions", 0),
+        **{column: counts.sources_by_relation.get(relation, 0) for relation, column in RELATION_COLUMNS.items()},
         "disagreements_open": counts.disagreements_open,
         "disagreements_resolved": counts.disagreements_resolved,
         "reviews_person": counts.reviews_person,

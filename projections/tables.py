@@ -36,6 +36,15 @@ checkpoints = Table(
     Column("last_seq", BigInteger, nullable=False),
 )
 
+# Each source relation's count column on claim_pages (written by the projection, read by the API).
+RELATION_COLUMNS: dict[str, str] = {
+    "validates": "sources_validating",
+    "supports": "sources_supporting",
+    "contradicts": "sources_contradicting",
+    "qualifies": "sources_qualifying",
+    "mentions": "sources_mentioning",
+}
+
 claim_pages = Table(
     "claim_pages",
     metadata,

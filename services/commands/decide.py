@@ -77,43 +77,49 @@ def _supersede(command, state: ClaimState, ctx: Context) -> dict:
     return {}
 
 
+def _new_item(command, items: dict[str, str], kind: str) -> None:
+    """A source, disagreement or review id is used once per claim."""
+    key = getattr(command, f"{kind}_id")
+    if key in items:
+        raise Rejected(409, f"{kind}_exists", f"{command.claim_id} already has a {kind} {key!r}")
+
+
+def _open_item(command, items: dict[str, str], kind: str, closed: str) -> None:
+    """Acting on a source, disagreement or review needs it to exist and not to be ``closed`` already."""
+    key = getattr(command, f"{kind}_id")
+    found = items.get(key)
+    if found is None:
+        raise Rejected(404, f"{kind}_not_found", f"{command.claim_id} has no {kind} {key!r}")
+    if found == closed:
+        raise Rejected(409, f"{kind}_{closed}", f"{kind} {key!r} of {command.claim_id} is already {closed}")
+
+
 def _attach(command, state: ClaimState, ctx: Context) -> dict:
-    if command.source_id in state.sources:
-        raise Rejected(409, "source_exists", f"{command.claim_id} already has a source {command.source_id!r}")
+    _new_item(command, state.sources, "source")
     return {}
 
 
 def _act_on_source(command, state: ClaimState, ctx: Context) -> dict:
-    source = state.sources.get(command.source_id)
-    if source is None:
-        raise Rejected(404, "source_not_found", f"{command.claim_id} has no source {command.source_id!r}")
-    if source == "withdrawn":
-        raise Rejected(409, "source_withdrawn", f"source {command.source_id!r} of {command.claim_id} is withdrawn")
+    _open_item(command, state.sources, "source", "withdrawn")
     return {}
 
 
 def _file(command, state: ClaimState, ctx: Context) -> dict:
-    if command.disagreement_id in state.disagreements:
-        raise Rejected(409, "disagreement_exists", f"{command.claim_id} already has a disagreement {command.disagreement_id!r}")
+    _new_item(command, state.disagreements, "disagreement")
     if command.source_id is not None and command.source_id not in state.sources:
         raise Rejected(404, "source_not_found", f"{command.claim_id} has no source {command.source_id!r} to disagree with")
     return {}
 
 
 def _act_on_disagreement(command, state: ClaimState, ctx: Context) -> dict:
-    disagreement = state.disagreements.get(command.disagreement_id)
-    if disagreement is None:
-        raise Rejected(404, "disagreement_not_found", f"{command.claim_id} has no disagreement {command.disagreement_id!r}")
-    if disagreement == "resolved":
-        raise Rejected(409, "disagreement_resolved", f"disagreement {command.disagreement_id!r} is already resolved")
+    _open_item(command, state.disagreements, "disagreement", "resolved")
     return {}
 
 
 def _review(command, state: ClaimState, ctx: Context) -> dict:
     if ctx.actor.kind is ActorKind.SERVICE:
         raise Rejected(403, "reviewer_not_allowed", "reviews are by a person or an AI model, not by a service")
-    if command.review_id in state.reviews:
-        raise Rejected(409, "review_exists", f"{command.claim_id} already has a review {command.review_id!r}")
+    _new_item(command, state.reviews, "review")
     if command.revision > state.revision:
         raise Rejected(
             422, "revision_not_found", f"{command.claim_id} is at revision {state.revision}; revision {command.revision} does not exist"
@@ -122,11 +128,7 @@ def _review(command, state: ClaimState, ctx: Context) -> dict:
 
 
 def _withdraw_review(command, state: ClaimState, ctx: Context) -> dict:
-    review = state.reviews.get(command.review_id)
-    if review is None:
-        raise Rejected(404, "review_not_found", f"{command.claim_id} has no review {command.review_id!r}")
-    if review == "withdrawn":
-        raise Rejected(409, "review_withdrawn", f"review {command.review_id!r} of {command.claim_id} is already withdrawn")
+    _open_item(command, state.reviews, "review", "withdrawn")
     return {}
 
 

@@ -139,14 +139,17 @@ class CommandService:
         raise Rejected(409, "write_conflict", f"{command.claim_id} kept changing during {ATTEMPTS} attempts; retry")
 
     async def state(self, claim_id: str) -> ClaimState:
-        """The claim's current state: the cached one brought up to the log's head, or read in full."""
-        head = await self._log.claim_head(claim_id)
+        """The claim's current state: the cached one brought up to the log's head, or read in full.
+
+        ``read_claim`` asks for the claim's last sequence itself, so a current cached state costs that
+        one indexed lookup and no scan.
+        """
         state = self._states.get(claim_id)
-        if state is None or state.head_seq > head.seq:
-            state = claim_state(claim_id, await self._log.read_claim(claim_id, up_to_seq=head.seq))
-        elif state.head_seq < head.seq:
-            for stored in await self._log.read_claim(claim_id, after_seq=state.head_seq, up_to_seq=head.seq):
-                state.take(stored)
+        if state is None:
+            state = claim_state(claim_id, await self._log.read_claim(claim_id))
+        else:
+            for item in await self._log.read_claim(claim_id, after_seq=state.head_seq):
+                state.take(item)
         self._states[claim_id] = state
         self._states.move_to_end(claim_id)
         if len(self._states) > self._cached_claims:

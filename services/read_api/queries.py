@@ -26,6 +26,7 @@ from sqlalchemy import (
 from projections.page_model import PAGE, ClaimPage
 from projections.tables import (
     POSTGRESQL_SEARCH_COLUMN,
+    RELATION_COLUMNS,
     SEARCH_CONFIG,
     SQLITE_SEARCH_TABLE,
     checkpoints,
@@ -233,13 +234,7 @@ def unreadable(conn: Connection, *, after: int, limit: int) -> list[dict]:
     return [dict(row._mapping) for row in conn.execute(query)]
 
 
-COUNT_COLUMNS = {
-    "validates": claim_pages.c.sources_validating,
-    "supports": claim_pages.c.sources_supporting,
-    "contradicts": claim_pages.c.sources_contradicting,
-    "qualifies": claim_pages.c.sources_qualifying,
-    "mentions": claim_pages.c.sources_mentioning,
-}
+COUNT_COLUMNS = {relation: claim_pages.c[column] for relation, column in RELATION_COLUMNS.items()}
 
 
 def claim_counts(conn: Connection, claim_ids: list[str]) -> dict[str, dict]:
