@@ -154,3 +154,18 @@ contributor_disagreements = Table(
     Column("filed_by", String(500), nullable=False, index=True),
     Column("outcome", String(12), nullable=True),  # None while open
 )
+
+# Which set of read-model tables ("generation") the API serves and the projector keeps: read from the
+# home database only (CLAIMLOG_DATABASE_URL). Generation 0 is the home database's own tables; a replay
+# builds generation N beside it (SQLite: a sibling file; PostgreSQL: a schema) and switches to it
+# (services/generations.py). It exists in every generation's schema, like the others, but is not a
+# read model: nothing folds into it and table checksums leave it out.
+read_model_generations = Table(
+    "read_model_generations",
+    metadata,
+    Column("generation", Integer, primary_key=True),
+    Column("state", String(12), nullable=False),  # building, active, retired, dropped
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("switched_at", DateTime(timezone=True), nullable=True),
+)
+CONTROL_TABLES = frozenset({read_model_generations.name})

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 
 from services.actors_cli import actors_app
+from services.replay_cli import replay
 from services.runtime import run
 from services.settings import Settings
 
@@ -21,6 +22,7 @@ schema_app = typer.Typer(help="The published event contract.", no_args_is_help=T
 app.add_typer(db_app, name="db")
 app.add_typer(schema_app, name="schema")
 app.add_typer(actors_app, name="actors")
+app.command()(replay)
 console = Console(stderr=True)
 
 
@@ -61,13 +63,14 @@ def api(
     """Run the HTTP API alone: reads, and commands (which connect to NATS as the writer)."""
     import uvicorn
 
-    from services.db import make_engine, require_current
+    from services.db import require_current
+    from services.generations import Generations
     from services.read_api.server import build_app
 
     settings = _setup()
-    engine = make_engine(settings.resolved_database_url())
-    require_current(engine)
-    app = build_app(settings, engine, commands=not read_only)
+    generations = Generations(settings.resolved_database_url())
+    require_current(generations.home)
+    app = build_app(settings, generations, commands=not read_only)
     uvicorn.run(app, host=host or settings.api_host, port=port or settings.api_port, log_level="warning")
 
 
@@ -125,12 +128,18 @@ def unreadable(
 @db_app.command("upgrade")
 def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
     """Migrate the read-model schema (Alembic)."""
-    from services.db import make_engine, upgrade
+    from services.db import upgrade
+    from services.generations import Generations
 
     settings = _setup()
-    engine = make_engine(settings.resolved_database_url())
-    upgrade(engine, revision)
-    console.print(f"database at {engine.url.render_as_string(hide_password=True)} is at revision {revision}")
+    generations = Generations(settings.resolved_database_url())
+    if revision == "head":
+        migrated = generations.upgrade()
+    else:
+        upgrade(generations.home, revision)
+        migrated = [0]
+    where = generations.home.url.render_as_string(hide_password=True)
+    console.print(f"database at {where} is at revision {revision} (read-model generations {migrated})")
 
 
 @schema_app.command("export")

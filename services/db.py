@@ -19,15 +19,17 @@ class DatabaseNotReadyError(RuntimeError):
     """The database schema is not at the version this code needs."""
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for the read models, tuned for its dialect."""
+def make_engine(url: str, *, schema: str | None = None) -> Engine:
+    """An engine for the read models, tuned for its dialect; on PostgreSQL, in ``schema`` when given
+    (every statement, migrations included, then resolves names there first)."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    connect_args = {"options": f"-csearch_path={schema}"} if schema else {}
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, connect_args=connect_args)
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:

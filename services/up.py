@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.panel import Panel
 from sqlalchemy.engine import make_url
 
-from services.db import make_engine, upgrade
 from services.embedded import EmbeddedNats, EmbeddedNatsError, running_url
+from services.generations import Generations
 from services.ingest.cli import ingest_files
 from services.ingest.pages import sample_pages
 from services.log.connection import redact
@@ -37,9 +37,9 @@ def run_up(settings: Settings, *, sample: bool, host: str, port: int) -> int:
         embedded.start()
     supervisor = None
     try:
-        engine = make_engine(settings.resolved_database_url())
-        upgrade(engine)
-        engine.dispose()
+        generations = Generations(settings.resolved_database_url())
+        generations.upgrade()
+        generations.close()
         asyncio.run(ensure_log(settings))
         children = [
             Child("projector", service_argv("projector"), child_env(role_url(settings, "projector"))),

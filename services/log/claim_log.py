@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 from nats.aio.client import Client
+from nats.js.errors import NotFoundError
 
 from events import Event
 from services.log.consumer import DurableConsumer
@@ -54,6 +56,11 @@ class ClaimLog:
     def consumer(self, name: str, *, max_batch: int) -> DurableConsumer:
         """A durable consumer of every event, for a projector."""
         return DurableConsumer(self.nc, self.stream, name, max_batch=max_batch)
+
+    async def forget_consumer(self, name: str) -> None:
+        """Delete a consumer made for one job (a replay); a missing one is fine."""
+        with contextlib.suppress(NotFoundError):
+            await self.nc.jetstream().delete_consumer(self.stream, name)
 
     def pipeline(self, *, window: int = 512) -> Pipeline:
         """Many appends in flight at once (use as ``async with``)."""

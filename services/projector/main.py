@@ -12,9 +12,11 @@ from sqlalchemy import Engine
 
 from projections.registry import build_projections
 from services.db import make_engine, require_current
+from services.generations import Generations
 from services.log import ClaimLog
 from services.log.connection import split_credentials
 from services.projector.runner import Projector
+from services.replay import rebuild_generation, stale_projections
 from services.runtime import nats_server, ready, stream_spec
 from services.settings import Settings
 
@@ -45,12 +47,32 @@ class ProjectorService:
         claim_log = ClaimLog(self.broker.connection, stream_spec(self.settings))
         # As the projector role this only reads the stream's info: `claimlog up` (as admin) creates it.
         await ready(claim_log)
-        projector = Projector(
-            claim_log, self.engine, build_projections(), name=self.settings.projector_name, batch=self.settings.projector_batch
-        )
-        self._task = asyncio.create_task(projector.run(self._stop_event))
+        self._task = asyncio.create_task(self._run(claim_log))
         self._task.add_done_callback(self._on_done)
         log.info("projector %s started", self.settings.projector_name)
+
+    async def _run(self, claim_log: ClaimLog) -> None:
+        generations = Generations(self.settings.resolved_database_url())
+        try:
+            stale = stale_projections(generations.active()[1])
+            if stale:
+                # Tables built by another version of a projection's code: build a new generation from the
+                # log (the API serves the old one meanwhile), switch to it, then keep it live.
+                changes = ", ".join(f"{name} {built} -> {now}" for name, (built, now) in stale.items())
+                log.warning("projection versions changed (%s): rebuilding the read models from the log", changes)
+                rebuilt = await rebuild_generation(self.settings, generations)
+                log.warning("rebuilt generation %s through sequence %s and switched to it", rebuilt.generation, rebuilt.applied_through)
+            projector = Projector(
+                claim_log,
+                self.engine,
+                build_projections(),
+                name=self.settings.projector_name,
+                batch=self.settings.projector_batch,
+                generations=generations,
+            )
+            await projector.run(self._stop_event)
+        finally:
+            generations.close()
 
     def _on_done(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:

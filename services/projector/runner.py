@@ -15,9 +15,11 @@ from sqlalchemy.exc import OperationalError
 from events import UnknownEventError, decode
 from projections.base import Projection, Record
 from projections.tables import checkpoints, unreadable_events
+from services.generations import Generations
 from services.log import ClaimLog, Delivery, DurableConsumer, LogError
 
 log = logging.getLogger(__name__)
+FOLLOW_EVERY = 1.0  # seconds between looks at which read-model generation is active
 # Failures that pass: the database or NATS is restarting. Anything else stops the projector.
 TRANSIENT = (OperationalError, nats.errors.Error, nats.js.errors.Error, LogError, TimeoutError)
 
@@ -35,11 +37,28 @@ class FencingError(RuntimeError):
 
 
 class Projector:
-    """Keeps a set of projections up to date with the log."""
+    """Keeps a set of projections up to date with the log.
 
-    def __init__(self, log_: ClaimLog, engine: Engine, projections: Sequence[Projection], *, name: str, batch: int) -> None:
+    With ``generations``, it keeps the active generation's tables and moves to a new one within
+    ``FOLLOW_EVERY`` seconds of a switch (``claimlog replay``), resuming at that generation's checkpoint.
+    """
+
+    def __init__(
+        self,
+        log_: ClaimLog,
+        engine: Engine,
+        projections: Sequence[Projection],
+        *,
+        name: str,
+        batch: int,
+        generations: Generations | None = None,
+    ) -> None:
         self._log, self._engine, self._projections = log_, engine, list(projections)
         self._name, self._batch = name, batch
+        self._generations = generations
+        self.generation = generations.active_number() if generations is not None else 0
+        if generations is not None:
+            self._engine = generations.engine(self.generation)
         self.checkpoint = 0  # the last sequence committed, as the database has it
 
     def load_checkpoint(self) -> int:
@@ -68,7 +87,7 @@ class Projector:
                 await _sleep_unless(stop, delay)
                 delay = min(delay * 2, 5.0)
 
-    async def run_until(self, seq: int, *, timeout: float = 120.0) -> None:
+    async def run_until(self, seq: int, *, timeout: float | None = 120.0) -> None:
         """Apply events until the checkpoint reaches ``seq`` (for catch-up, tests and tools)."""
         stop = asyncio.Event()
         task = asyncio.create_task(self.run(stop))
@@ -86,13 +105,30 @@ class Projector:
         checkpoint = self.load_checkpoint()
         consumer = self._log.consumer(self._name, max_batch=self._batch)
         await consumer.start(checkpoint)
+        loop = asyncio.get_running_loop()
+        checked = loop.time()
         try:
             while not stop.is_set():
                 deliveries = await consumer.next_batch(timeout=0.25)
                 if deliveries:
                     await self._apply(consumer, deliveries)
+                if self._generations is not None and loop.time() - checked > FOLLOW_EVERY:
+                    checked = loop.time()
+                    if self._switched():
+                        return  # run() starts again on the new generation, from its checkpoint
         finally:
             await consumer.stop()
+
+    def _switched(self) -> bool:
+        """Whether another generation became the active one; if so, write to it from now on."""
+        assert self._generations is not None
+        active = self._generations.active_number()
+        if active == self.generation:
+            return False
+        log.info("read-model generation %s is now active (was %s): following it", active, self.generation)
+        self._forget()
+        self.generation, self._engine = active, self._generations.engine(active)
+        return True
 
     async def _apply(self, consumer: DurableConsumer, deliveries: list[Delivery]) -> None:
         fresh = [d for d in deliveries if d.seq > self.checkpoint]

@@ -1,0 +1,163 @@
+"""Rebuilding the read models from the first event into a new generation, then switching to it.
+
+``rebuild_generation`` is the one way a rebuild happens: ``claimlog replay``, and the projector when
+it finds tables built by another version of a projection, both call it. The live site keeps
+serving the active generation meanwhile; the switch is one transaction in the home database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, Engine, select
+
+from projections.checksum import table_checksums
+from projections.registry import build_projections
+from projections.tables import checkpoints, claim_pages
+from services.generations import Generations
+from services.log import ClaimLog, connect
+from services.projector.runner import Projector
+from services.runtime import nats_server, ready, stream_spec
+from services.settings import Settings
+
+log = logging.getLogger(__name__)
+REPLAY_BATCH = 5000  # events per transaction: a rebuild wants throughput, not the live path's latency
+Progress = Callable[[int, int], None]  # (applied through, head of the log)
+
+
+@dataclass
+class Diff:
+    """How a new generation differs from the active one, claim by claim and table by table."""
+
+    old_seq: int
+    new_seq: int
+    tables_differing: list[str] = field(default_factory=list)
+    claims_changed: list[tuple[str, list[str]]] = field(default_factory=list)  # claim, top-level page fields
+    claims_only_new: list[str] = field(default_factory=list)
+    claims_only_old: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.tables_differing or self.claims_changed or self.claims_only_new or self.claims_only_old)
+
+
+@dataclass
+class Rebuilt:
+    """What a rebuild did."""
+
+    generation: int
+    replaced: int | None  # the generation it replaced, when it switched
+    applied_through: int
+    diff: Diff | None
+
+
+def stale_projections(engine: Engine) -> dict[str, tuple[int, int]]:
+    """Projections whose tables were built by another version of their code: name -> (built, declared)."""
+    with engine.connect() as conn:
+        built = dict(conn.execute(select(checkpoints.c.name, checkpoints.c.version)).all())
+    return {
+        p.name: (built[p.name], p.version) for p in build_projections() if p.name in built and built[p.name] != p.version
+    }
+
+
+async def rebuild_generation(
+    settings: Settings,
+    generations: Generations,
+    *,
+    switch: bool = True,
+    diff: bool = False,
+    progress: Progress | None = None,
+) -> Rebuilt:
+    """Build a new generation from the first event until it has caught up with the log; then switch to it."""
+    number, engine = generations.create()
+    try:
+        async with nats_server(settings, role="projector") as url:
+            # A connection of its own that skips parsing the stored events' headers (see EventsOnlyClient).
+            nc = await connect(url, name="claimlog-replay", events_only=True)
+            try:
+                claim_log = ClaimLog(nc, stream_spec(settings))
+                await ready(claim_log)
+                name = f"{settings.projector_name}-replay-g{number}"
+                projector = Projector(claim_log, engine, build_projections(), name=name, batch=REPLAY_BATCH)
+                try:
+                    applied = await _catch_up(projector, claim_log, progress)
+                finally:
+                    await claim_log.forget_consumer(name)
+            finally:
+                await nc.close()
+    except BaseException:
+        generations.abandon(number)
+        raise
+    report = compare(generations.engine(generations.active_number()), engine) if diff else None
+    replaced = generations.switch(number) if switch else None
+    log.info("generation %s rebuilt through sequence %s%s", number, applied, " and switched to" if switch else "")
+    return Rebuilt(number, replaced, applied, report)
+
+
+async def _catch_up(projector: Projector, claim_log: ClaimLog, progress: Progress | None) -> int:
+    """Apply the log until the projector has reached the head as it stands after the last batch."""
+    projector.load_checkpoint()
+    head = await claim_log.head()
+    while True:
+        watcher = asyncio.create_task(_report(projector, head, progress)) if progress else None
+        try:
+            await projector.run_until(head, timeout=None)
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+        if progress:
+            progress(projector.checkpoint, head)
+        newer = await claim_log.head()
+        if newer <= projector.checkpoint:
+            return projector.checkpoint
+        head = newer
+
+
+async def _report(projector: Projector, head: int, progress: Progress) -> None:
+    while True:
+        progress(projector.checkpoint, head)
+        await asyncio.sleep(0.2)
+
+
+def compare(old: Engine, new: Engine, *, limit: int = 50) -> Diff:
+    """Table checksums and, for claim pages, which claims' pages differ and in which fields.
+
+    The two generations may stand at different sequences (the live one keeps moving): a claim whose
+    page differs only because the live one has seen newer events is not reported.
+    """
+    with old.connect() as a, new.connect() as b:
+        old_seq, new_seq = _position(a), _position(b)
+        old_sums, new_sums = table_checksums(a), table_checksums(b)
+        report = Diff(old_seq, new_seq, tables_differing=[t for t in new_sums if old_sums.get(t) != new_sums[t]])
+        if "claim_pages" in report.tables_differing:
+            _page_differences(a, b, min(old_seq, new_seq), report, limit)
+    return report
+
+
+def _position(conn: Connection) -> int:
+    return min(conn.execute(select(checkpoints.c.last_seq)).scalars(), default=0)
+
+
+def _page_differences(old: Connection, new: Connection, upto: int, report: Diff, limit: int) -> None:
+    query = select(claim_pages.c.claim_id, claim_pages.c.last_seq, claim_pages.c.doc).order_by(claim_pages.c.claim_id)
+    old_rows = {row.claim_id: row for row in old.execute(query)}
+    for row in new.execute(query):
+        before = old_rows.pop(row.claim_id, None)
+        if before is None:
+            if row.last_seq <= upto and len(report.claims_only_new) < limit:
+                report.claims_only_new.append(row.claim_id)
+            continue
+        if before.last_seq != row.last_seq or before.doc == row.doc:
+            continue  # one of them has seen newer events, or they agree
+        a, b = json.loads(before.doc), json.loads(row.doc)
+        fields = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        if len(report.claims_changed) < limit:
+            report.claims_changed.append((row.claim_id, fields))
+    report.claims_only_old = [claim for claim, row in old_rows.items() if row.last_seq <= upto][:limit]

@@ -1,0 +1,179 @@
+"""`claimlog replay`: a new generation built from the log while the API keeps serving, then one switch."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from sqlalchemy import Engine, select, update
+
+from projections.checksum import table_checksums
+from projections.registry import build_projections
+from projections.tables import checkpoints, claim_pages
+from services.generations import Generations
+from services.log import ClaimLog
+from services.projector import Projector
+from services.read_api.server import build_app
+from services.replay import rebuild_generation, stale_projections
+from services.settings import Settings
+from tests.builders import attached, reviewed
+from tests.conftest import random_claim_id
+from tests.integration.test_projector import append_history, project_all
+
+
+@pytest.fixture
+def settings(nats_url: str, database_url: str, engine: Engine, tmp_path: Path) -> Settings:
+    return Settings(nats_url=nats_url, database_url=database_url, data_dir=tmp_path / "data")
+
+
+@pytest.fixture
+def generations(settings: Settings) -> Iterator[Generations]:
+    generations = Generations(settings.resolved_database_url())
+    yield generations
+    generations.close()
+
+
+async def test_a_replay_builds_equal_tables_and_switches_to_them(
+    claim_log: ClaimLog, engine: Engine, generations: Generations, settings: Settings
+):
+    for _ in range(5):
+        await append_history(claim_log, random_claim_id())
+    await project_all(claim_log, engine)
+    seen: list[tuple[int, int]] = []
+
+    rebuilt = await rebuild_generation(settings, generations, diff=True, progress=lambda a, h: seen.append((a, h)))
+
+    head = await claim_log.head()
+    assert (rebuilt.generation, rebuilt.replaced, rebuilt.applied_through) == (1, 0, head)
+    assert rebuilt.diff is not None and rebuilt.diff.empty, rebuilt.diff
+    assert seen[-1] == (head, head)
+    assert generations.active_number() == 1
+    with engine.connect() as old, generations.engine(1).connect() as new:
+        assert table_checksums(old) == table_checksums(new)
+    assert [(g.number, g.state) for g in generations.list()] == [(0, "retired"), (1, "active")]
+
+    assert generations.drop_retired() == [0]
+    with engine.connect() as old:
+        assert old.execute(claim_pages.select()).first() is None
+    assert [(g.number, g.state) for g in generations.list()] == [(0, "dropped"), (1, "active")]
+
+
+async def test_the_diff_names_the_claims_and_fields_a_code_change_alters(
+    claim_log: ClaimLog, engine: Engine, generations: Generations, settings: Settings
+):
+    claim_id = random_claim_id()
+    await append_history(claim_log, claim_id)
+    await project_all(claim_log, engine)
+    with engine.begin() as conn:  # what tables built by other code would hold
+        row = claim_pages.c.claim_id == claim_id
+        doc = json.loads(conn.execute(select(claim_pages.c.doc).where(row)).scalar_one())
+        conn.execute(update(claim_pages).where(row).values(doc=json.dumps({**doc, "revision": doc["revision"] + 5})))
+
+    rebuilt = await rebuild_generation(settings, generations, switch=False, diff=True)
+
+    assert rebuilt.replaced is None and generations.active_number() == 0
+    assert rebuilt.diff.tables_differing == ["claim_pages"]
+    assert rebuilt.diff.claims_changed == [(claim_id, ["revision"])]
+
+
+async def test_a_projection_version_change_is_noticed(engine: Engine, claim_log: ClaimLog):
+    await append_history(claim_log, random_claim_id())
+    await project_all(claim_log, engine)
+    assert stale_projections(engine) == {}
+    with engine.begin() as conn:
+        conn.execute(update(checkpoints).where(checkpoints.c.name == "claim_pages").values(version=1))
+    declared = {p.name: p.version for p in build_projections()}["claim_pages"]
+    assert stale_projections(engine) == {"claim_pages": (1, declared)}
+
+
+class ApiThread:
+    """``claimlog api`` as it runs in production (build_app, uvicorn), on a thread of this process."""
+
+    def __init__(self, settings: Settings, generations: Generations, port: int) -> None:
+        self.app = build_app(settings, generations)
+        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    async def __aenter__(self) -> ApiThread:
+        self.thread.start()
+        while not self.server.started:
+            await asyncio.sleep(0.02)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self.server.should_exit = True
+        await asyncio.to_thread(self.thread.join, 10)
+
+
+async def test_the_api_serves_every_request_while_a_replay_builds_and_switches(
+    claim_log: ClaimLog, engine: Engine, generations: Generations, settings: Settings, unused_tcp_port: int
+):
+    claims = [random_claim_id() for _ in range(30)]
+    for claim_id in claims:
+        await append_history(claim_log, claim_id)
+    live_stop = asyncio.Event()
+    live = Projector(claim_log, engine, build_projections(), name="live", batch=100, generations=generations)
+    live_task = asyncio.create_task(live.run(live_stop))
+    head = await claim_log.head()
+    await _until(lambda: live.checkpoint == head)
+
+    statuses: Counter[int] = Counter()
+    hammering = asyncio.Event()
+
+    async def hammer(base: str) -> None:
+        async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+            n = 0
+            while not hammering.is_set():
+                claim_id = claims[n % len(claims)]
+                for path in (f"/claims/{claim_id}", f"/claims/{claim_id}/counts", "/claims?limit=5", "/scorecard"):
+                    statuses[(await client.get(path)).status_code] += 1
+                n += 1
+
+    async def keep_writing() -> None:
+        for i in range(20):
+            claim_id = claims[i % len(claims)]
+            head = await claim_log.claim_head(claim_id)
+            await claim_log.append(claim_id, [attached(claim_id, f"x{i}")], expected_seq=head.seq, prev_hash=head.hash)
+            await asyncio.sleep(0.05)
+
+    async with ApiThread(settings, generations, unused_tcp_port) as api:
+        base = f"http://127.0.0.1:{unused_tcp_port}"
+        hammers = [asyncio.create_task(hammer(base)) for _ in range(3)]
+        writer = asyncio.create_task(keep_writing())
+        await asyncio.sleep(0.3)
+        rebuilt = await rebuild_generation(settings, generations)
+        await writer
+        await _until(lambda: api.app.state.generation == rebuilt.generation and live.generation == rebuilt.generation)
+        # After the switch the projector keeps the new tables live: a new event shows there.
+        claim_id = claims[0]
+        head = await claim_log.claim_head(claim_id)
+        appended = await claim_log.append(claim_id, [reviewed(claim_id, "late")], expected_seq=head.seq, prev_hash=head.hash)
+        async with httpx.AsyncClient(base_url=base) as client:
+            page = (await client.get(f"/claims/{claim_id}", params={"after": appended.last_seq})).json()
+        await asyncio.sleep(0.3)
+        hammering.set()
+        await asyncio.gather(*hammers)
+
+    live_stop.set()
+    await live_task
+    assert set(statuses) == {200}, statuses
+    assert sum(statuses.values()) > 100
+    assert rebuilt.replaced == 0 and live.generation == rebuilt.generation
+    assert page["as_of_seq"] == appended.last_seq and any(r["review_id"] == "late" for r in page["reviews"])
+    # What the projector kept live after the switch equals another clean rebuild of the whole log.
+    check = await rebuild_generation(settings, generations, switch=False)
+    with generations.engine(rebuilt.generation).connect() as kept, generations.engine(check.generation).connect() as clean:
+        assert table_checksums(kept) == table_checksums(clean)
+
+
+async def _until(condition, timeout: float = 30.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.05)
