@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends
 from pydantic import BaseModel, Field
+from sqlalchemy import Engine
 
 from events.envelope import ClaimId
 from projections.scorecard import RULES_VERSION, STANDINGS
@@ -92,19 +93,20 @@ def many_counts(
 @router.get("/scorecard", response_model=Scorecard)
 def scorecard(db: DB) -> Scorecard:
     """Every capability's scorecard."""
-    return _scorecard(db, None)
+    return read_scorecard(db, None)
 
 
 @router.get("/scorecard/{capability}", response_model=Scorecard, responses={404: {"model": ErrorBody}})
 def capability_scorecard(capability: str, db: DB) -> Scorecard:
     """One capability's scorecard, with its techniques."""
-    card = _scorecard(db, capability)
+    card = read_scorecard(db, capability)
     if not card.capabilities:
         raise not_found("capability", capability)
     return card
 
 
-def _scorecard(db, capability: str | None) -> Scorecard:
+def read_scorecard(db: Engine, capability: str | None) -> Scorecard:
+    """The scorecard of every capability (or of one), from one grouped read of the claim rows."""
     with db.connect() as conn:
         rows = queries.scorecard_rows(conn, capability)
         applied = min(queries.positions(conn).values(), default=0)

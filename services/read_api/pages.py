@@ -1,4 +1,5 @@
-"""Pages for people: the claim page and the listing as server-rendered HTML, readable without JavaScript.
+"""Pages for people: the claim page, the listing and search, and the scorecard as server-rendered HTML,
+readable without JavaScript.
 
 The same read models and queries as the JSON routes; only the shape of the answer differs.
 """
@@ -6,23 +7,32 @@ The same read models and queries as the JSON routes; only the shape of the answe
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from pydantic import ValidationError
 
 from events import Actor
 from services.ingest.page_format import INVITATION, RELATION_WORDS, UNREVIEWED_NOTE
 from services.read_api import queries
+from services.read_api.aggregates import read_scorecard
+from services.read_api.chart import scorecard_chart
 from services.read_api.consistency import visible_after
 from services.read_api.deps import DB
-from services.read_api.routes import _decode_cursor, _encode_cursor
+from services.read_api.listing import ListingQuery, read_listing
 
 router = APIRouter(include_in_schema=False)
-DEFAULT_LIMIT = 50
-Capability = Annotated[str | None, Query(max_length=500)]
+FORM_FIELDS = ("q", "capability", "lifecycle", "include_closed", "open_disagreement", "sort", "cursor")
+SORTS = {
+    "": "best match with words, else claim id",
+    "id": "claim id",
+    "recent": "last changed first",
+    "contested": "most contested first",
+    "evidence": "most sources first",
+    "relevance": "best match first",
+}
 
 
 def _environment() -> Environment:
@@ -69,30 +79,79 @@ def home() -> RedirectResponse:
     return RedirectResponse("/pages/claims", status_code=307)
 
 
-@router.get("/pages/claims", response_class=HTMLResponse)
-def claim_listing(
-    db: DB,
-    capability: Capability = None,
-    cursor: Annotated[str | None, Query(max_length=64)] = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = DEFAULT_LIMIT,
-) -> HTMLResponse:
-    """Claims in id order, a page at a time, optionally of one capability."""
-    capability = capability or None
+@router.get("/pages/claims", response_class=HTMLResponse, dependencies=[Depends(visible_after)])
+def claim_listing(db: DB, request: Request) -> HTMLResponse:
+    """The listing and search as a page, with the query, filters and cursors of ``GET /claims``, asked for
+    by a plain GET form; a query that cannot be answered gets the form back with why, and a 400."""
+    asked = _asked(request)
     try:
-        after = _decode_cursor(cursor) if cursor else None
+        query = ListingQuery.model_validate(asked)
+        with db.connect() as conn:
+            listing = read_listing(conn, query)
+            total = queries.claim_count(conn, query.filters())
+    except ValidationError as error:
+        return _listing_page(asked, 400, problem=_problems(error))
     except HTTPException as error:
-        return _html("error.html", error.status_code, title="Not a page of this listing", message=error.detail["message"])
-    with db.connect() as conn:
-        rows = queries.claim_summaries(conn, after=after, limit=limit + 1, capability=capability)
-    next_url = _next_page(rows[limit - 1]["claim_id"], capability, limit) if len(rows) > limit else None
-    return _html("listing.html", claims=rows[:limit], capability=capability, next_url=next_url, first=cursor is None)
+        return _listing_page(asked, error.status_code, problem=error.detail["message"])
+    wanted = {name: value for name, value in asked.items() if name != "cursor"}
+    next_url = _listing_url(**wanted, cursor=listing.next_cursor) if listing.next_cursor else None
+    return _listing_page(asked, claims=listing.rows, total=total, next_url=next_url)
 
 
-def _next_page(last_shown: str, capability: str | None, limit: int) -> str:
-    """The listing's next page: the same filter, after the last claim shown."""
-    wanted = {"capability": capability, "cursor": _encode_cursor(last_shown)}
-    wanted["limit"] = limit if limit != DEFAULT_LIMIT else None
-    return "/pages/claims?" + urlencode({name: value for name, value in wanted.items() if value is not None})
+def _asked(request: Request) -> dict[str, str | list[str]]:
+    """What the listing is asked for: its parameters that the form did not send empty (an empty field filters
+    nothing); ``after`` and anything else are not the listing's."""
+    params = request.query_params
+    asked: dict[str, str | list[str]] = {
+        name: value for name, value in params.items() if name in ListingQuery.model_fields and value.strip()
+    }
+    asked.pop("lifecycle", None)
+    if lifecycles := [value for value in params.getlist("lifecycle") if value.strip()]:
+        asked["lifecycle"] = lifecycles
+    return asked
+
+
+def _problems(error: ValidationError) -> str:
+    """A validation error as a sentence: each field given that is wrong, and what is wrong with it."""
+    return "; ".join(f"{'.'.join(map(str, problem['loc']))}: {problem['msg']}" for problem in error.errors()[:5])
+
+
+def _listing_page(asked: dict, status_code: int = 200, **context) -> HTMLResponse:
+    """The listing page around its form, filled in as asked (the fields the form has no input for ride along hidden)."""
+    hidden = {name: value for name, value in asked.items() if name not in FORM_FIELDS and isinstance(value, str)}
+    first_url = _listing_url(**{name: value for name, value in asked.items() if name != "cursor"})
+    context = {"claims": [], "total": None, "next_url": None, "problem": None, **context}
+    return _html(
+        "listing.html", status_code, form=asked, hidden=hidden, capability=asked.get("capability"),
+        first_url=first_url if "cursor" in asked else None, SORTS=SORTS, **context,
+    )
+
+
+def _listing_url(**wanted: str | list[str]) -> str:
+    """The listing page asked for with these parameters."""
+    return "/pages/claims" + ("?" + urlencode(wanted, doseq=True) if wanted else "")
+
+
+@router.get("/pages/scorecard", response_class=HTMLResponse, dependencies=[Depends(visible_after)])
+def scorecard_page(db: DB) -> HTMLResponse:
+    """Every capability's scorecard as a chart, with its numbers in a table: the data of ``GET /scorecard``."""
+    card = read_scorecard(db, None)
+    rows = [(score.capability, _listing_url(capability=score.capability), score) for score in card.capabilities]
+    return _html("scorecard.html", card=card, rows=rows, chart=scorecard_chart(rows), capability=None)
+
+
+@router.get("/pages/scorecard/{capability}", response_class=HTMLResponse, dependencies=[Depends(visible_after)])
+def capability_scorecard_page(capability: str, db: DB) -> HTMLResponse:
+    """One capability's scorecard, and its techniques', as a chart and a table."""
+    card = read_scorecard(db, capability)
+    if not card.capabilities:
+        message = f"No active claim has the capability {capability!r}."
+        return _html("error.html", 404, title="No such capability", message=message)
+    [score] = card.capabilities
+    rows = [(capability, _listing_url(capability=capability), score)] + [
+        (each.technique, _listing_url(capability=capability, technique=each.technique), each) for each in score.techniques
+    ]
+    return _html("scorecard.html", card=card, rows=rows, chart=scorecard_chart(rows), capability=capability)
 
 
 @router.get("/pages/claims/{claim_key}", response_class=HTMLResponse, dependencies=[Depends(visible_after)])

@@ -137,10 +137,12 @@ def claim_listing(
     return [dict(row._mapping) for row in conn.execute(query)]
 
 
-def claim_summaries(conn: Connection, *, after: str | None, limit: int, capability: str | None) -> list[dict]:
-    """Up to ``limit`` claim summaries of every lifecycle in claim-id order, after the claim id ``after``."""
-    filters = ClaimFilters(capability=capability, lifecycles=LIFECYCLES)
-    return claim_listing(conn, filters, sort="id", after=None if after is None else (after, after), limit=limit)
+def claim_count(conn: Connection, filters: ClaimFilters) -> int:
+    """How many claims pass ``filters``: the listing's own conditions and full-text match, counted."""
+    query = select(func.count()).select_from(claim_pages).where(*_conditions(filters))
+    if filters.q is not None:
+        query = _matching(query, conn.dialect.name, filters.q)
+    return conn.execute(query).scalar_one()
 
 
 def listing_statement(

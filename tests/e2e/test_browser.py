@@ -218,3 +218,55 @@ def test_corrections_disagreements_reviews_and_a_revised_falsifier_show_with_who
     notes = text_of(browser, "#notes")
     assert "Falsifier as drafted: On long-horizon tasks" in notes
     assert "Falsifier as it stands now: Segment rewards trail sparse rewards at matched compute." in notes
+
+
+def test_a_reader_searches_the_listing_with_the_search_box(claimlog: Claimlog, browser: WebDriver):
+    open_page(browser, f"{claimlog.url}/pages/claims")
+    box = browser.find_element(By.CSS_SELECTOR, "form.filter input[name=q]")
+    box.send_keys("frozen")
+    box.submit()
+    WebDriverWait(browser, 10).until(lambda b: "q=frozen" in b.current_url)
+    assert [link.text for link in browser.find_elements(By.CSS_SELECTOR, "a.claim-link")] == ["CLM-0631"]
+    assert text_of(browser, "#result-count") == "1 claim matches."
+    assert browser.find_element(By.CSS_SELECTOR, "input[name=q]").get_attribute("value") == "frozen"
+
+    browser.find_element(By.CSS_SELECTOR, "input[name=q]").clear()
+    browser.find_element(By.CSS_SELECTOR, "input[name=q]").send_keys("--")
+    browser.find_element(By.CSS_SELECTOR, "form.filter button[type=submit]").click()
+    WebDriverWait(browser, 10).until(lambda b: "q=--" in b.current_url)
+    assert "names no word to look for" in text_of(browser, "#problem")
+    assert not browser.find_elements(By.CSS_SELECTOR, "a.claim-link")
+
+
+def test_the_scorecard_page_charts_the_numbers_of_the_json_scorecard(claimlog: Claimlog, browser: WebDriver):
+    # A person's review takes CLM-0631 out of the unreviewed model drafts: it counts, and a bar shows it.
+    token = claimlog.token_for("barbara")
+    seq = claimlog.send(token, "record_review", claim_id="CLM-0631", review_id="scorecard", verdict="sound",
+                        confidence="medium", revision=1)
+    card = httpx.get(f"{claimlog.url}/scorecard", params={"after": seq}, timeout=15).json()
+    open_page(browser, f"{claimlog.url}/pages/claims?after={seq}")
+    browser.find_element(By.LINK_TEXT, "Scorecard").click()
+    WebDriverWait(browser, 10).until(lambda b: b.current_url.endswith("/pages/scorecard"))
+
+    chart = browser.find_element(By.CSS_SELECTOR, "svg#scorecard-chart")
+    assert chart.size["width"] > 300 and chart.size["height"] > 100
+    assert "unreviewed model drafts left out" in chart.text and "validated" in chart.text
+    bars = chart.find_elements(By.CSS_SELECTOR, "g.bar")
+    assert [bar.get_attribute("data-label") for bar in bars] == [c["capability"] for c in card["capabilities"]]
+    for bar, score in zip(bars, card["capabilities"], strict=True):
+        drawn = {s.get_attribute("data-standing"): int(s.get_attribute("data-claims"))
+                 for s in bar.find_elements(By.CSS_SELECTOR, "rect.segment")}
+        left_out = score["unreviewed_model_drafts_left_out"]
+        assert drawn == {k: v for k, v in {**score["by_standing"], "left-out": left_out}.items() if v}
+        assert f"{score['claims_counted']} count" in bar.text
+    assert sum(c["claims_counted"] for c in card["capabilities"]) >= 1
+
+    rows = browser.find_elements(By.CSS_SELECTOR, "#scorecard-table tbody tr")
+    for row, score in zip(rows, card["capabilities"], strict=True):
+        cells = [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+        numbers = [*score["by_standing"].values(), score["claims_counted"], score["unreviewed_model_drafts_left_out"]]
+        assert cells == [str(n) for n in numbers]
+    assert "docs/scorecard.md" in text_of(browser, "#rules")
+    browser.find_element(By.CSS_SELECTOR, "#scorecard-table a[href*='capability=Getting']").click()
+    WebDriverWait(browser, 10).until(lambda b: "capability=" in b.current_url)
+    assert [link.text for link in browser.find_elements(By.CSS_SELECTOR, "a.claim-link")] == ["CLM-0631"]
