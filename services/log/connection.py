@@ -6,7 +6,10 @@ from urllib.parse import urlsplit
 
 from nats.aio.client import NATS_HDR_LINE_SIZE, Client
 
+from services.log.reader import RESTORED_TIME
+
 _STATUS_MARK = b" "  # "NATS/1.0 100 ..." : a status line from the server (heartbeat, flow control, 404)
+_RESTORED = RESTORED_TIME.encode()
 
 
 class EventsOnlyClient(Client):
@@ -20,7 +23,8 @@ class EventsOnlyClient(Client):
     """
 
     async def _process_headers(self, headers):  # noqa: ANN001, ANN202 - overrides nats-py's private hook
-        if headers and headers[NATS_HDR_LINE_SIZE : NATS_HDR_LINE_SIZE + 1] != _STATUS_MARK:
+        # A restored event's store time is in its headers (services/log/restore.py): those are parsed.
+        if headers and headers[NATS_HDR_LINE_SIZE : NATS_HDR_LINE_SIZE + 1] != _STATUS_MARK and _RESTORED not in headers:
             return None
         return await super()._process_headers(headers)
 

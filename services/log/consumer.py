@@ -22,7 +22,7 @@ from nats.js.errors import NotFoundError
 
 from events.subjects import ALL_EVENTS
 from services.log.errors import LogError
-from services.log.reader import store_time_from_ns
+from services.log.reader import store_time_from_ns, stored_time
 
 log = logging.getLogger(__name__)
 HEARTBEAT = 2.0
@@ -127,7 +127,7 @@ class DurableConsumer:
         if status is None:
             self._owed -= 1
             seq, stored_at = _position(msg.reply)
-            batch.append(Delivery(seq, msg.subject, stored_at, msg.data, msg.reply))
+            batch.append(Delivery(seq, msg.subject, stored_time(msg.headers, stored_at), msg.data, msg.reply))
             return
         if status == "100":
             return  # idle heartbeat

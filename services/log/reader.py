@@ -59,6 +59,17 @@ def parse_store_time(text: str) -> datetime:
     return datetime.fromisoformat(stamp).replace(tzinfo=UTC)
 
 
+# Set only by ``claimlog import`` (services/log/restore.py): the store time the event had in the
+# exported log. It stands for the server's time, so a restored log folds into the same read models.
+RESTORED_TIME = "Claimlog-Stored-At"
+
+
+def stored_time(headers: dict[str, str] | None, server_time: datetime) -> datetime:
+    """When the event entered the log: its restored store time, if it was imported, else the server's."""
+    restored = headers.get(RESTORED_TIME) if headers else None
+    return parse_store_time(restored) if restored else server_time
+
+
 def store_time_from_ns(nanoseconds: int) -> datetime:
     """A JetStream timestamp in Unix nanoseconds, truncated to microseconds exactly as ``parse_store_time``.
 
@@ -190,7 +201,7 @@ class ClaimReader:
                 StoredEvent(
                     seq=int(headers["Nats-Sequence"]),
                     subject=headers["Nats-Subject"],
-                    stored_at=parse_store_time(headers["Nats-Time-Stamp"]),
+                    stored_at=stored_time(headers, parse_store_time(headers["Nats-Time-Stamp"])),
                     data=msg.data,
                     msg_id=headers.get("Nats-Msg-Id"),
                 )

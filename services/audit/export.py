@@ -1,0 +1,170 @@
+"""``claimlog export`` and ``claimlog import``: the log, or one claim's history, as JSON Lines.
+
+One object per stored event: ``seq``, ``subject``, ``stored_at``, ``hash`` (SHA-256 of the stored
+bytes), ``msg_id`` and the event exactly as stored: ``event`` holds the stored bytes as a string when
+they are UTF-8 (almost always), ``event_b64`` holds them base64-encoded otherwise. An import checks
+the whole file first and republishes those exact bytes, so the restored log hashes the same.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from events.subjects import ROOT
+from services.log import ClaimLog, StoredEvent
+from services.log.reader import parse_store_time
+from services.log.restore import Republisher, RestoredEvent
+
+PAGE = 1000
+Progress = Callable[[int], None]
+
+
+class ExportFileError(ValueError):
+    """A line of an export file that cannot be imported: says which line and why."""
+
+
+class ImportRefused(RuntimeError):
+    """The import was not started: says why (nothing was published)."""
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an import restored."""
+
+    events: int
+    first_seq: int
+    last_seq: int
+    renumbered: bool  # the file's sequences were not 1..n (a claim's export), so the restored ones differ
+
+
+def export_line(stored: StoredEvent) -> str:
+    """One stored event as a line of JSON (without the newline)."""
+    line = {
+        "seq": stored.seq,
+        "subject": stored.subject,
+        "stored_at": stored.stored_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "hash": hashlib.sha256(stored.data).hexdigest(),
+        "msg_id": stored.msg_id,
+    }
+    try:
+        line["event"] = stored.data.decode()
+    except UnicodeDecodeError:
+        line["event_b64"] = base64.b64encode(stored.data).decode()
+    return json.dumps(line, ensure_ascii=False)
+
+
+async def export_log(
+    claim_log: ClaimLog, out: TextIO, *, claim_id: str | None = None, progress: Progress | None = None
+) -> int:
+    """Write every stored event (or one claim's) up to the current head, in log order; returns how many."""
+    head = await claim_log.head()
+    written = 0
+    async for page in _pages(claim_log, head, claim_id):
+        for stored in page:
+            out.write(export_line(stored) + "\n")
+        written += len(page)
+        if progress is not None:
+            progress(page[-1].seq)
+    return written
+
+
+async def _pages(claim_log: ClaimLog, head: int, claim_id: str | None):
+    if claim_id is not None:
+        events = await claim_log.read_claim(claim_id, up_to_seq=head)
+        for start in range(0, len(events), PAGE):
+            yield events[start : start + PAGE]
+        return
+    after = 0
+    while after < head:
+        page = [stored for stored in await claim_log.read_log(after_seq=after, limit=PAGE) if stored.seq <= head]
+        if not page:
+            return
+        yield page
+        after = page[-1].seq
+
+
+def read_export(path: Path) -> Iterator[tuple[int, RestoredEvent]]:
+    """The file's events in order, with their exported sequences; raises ``ExportFileError`` naming the line of the first bad one."""
+    previous_seq = 0
+    with path.open(encoding="utf-8") as lines:
+        for number, text in enumerate(lines, start=1):
+            try:
+                seq, event = _parse(text)
+            except (ValueError, TypeError, KeyError) as error:
+                raise ExportFileError(f"{path}:{number}: {_reason(error)}") from None
+            if seq <= previous_seq:
+                raise ExportFileError(f"{path}:{number}: sequence {seq} does not come after {previous_seq}: lines out of order")
+            previous_seq = seq
+            yield seq, event
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, KeyError):
+        return f"field {error.args[0]!r} is missing"
+    return str(error)
+
+
+def _parse(text: str) -> tuple[int, RestoredEvent]:
+    try:
+        line = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not JSON ({error})") from None
+    if not isinstance(line, dict):
+        raise ValueError("a line is a JSON object")
+    seq, subject, stored_at, digest = line["seq"], line["subject"], line["stored_at"], line["hash"]
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        raise ValueError(f"seq must be a positive integer, got {seq!r}")
+    parts = subject.split(".") if isinstance(subject, str) else []
+    if len(parts) != 3 or parts[0] != ROOT or not all(parts):
+        raise ValueError(f"subject {subject!r} is not {ROOT}.<claim id>.<event type>")
+    parse_store_time(stored_at)
+    data = _stored_bytes(line)
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise ValueError(f"hash {digest!r} is not the SHA-256 of the event's bytes: the event was altered")
+    msg_id = line.get("msg_id") or _event_id(data)
+    return seq, RestoredEvent(subject, data, msg_id if isinstance(msg_id, str) else None, stored_at)
+
+
+def _stored_bytes(line: dict) -> bytes:
+    if isinstance(line.get("event"), str):
+        return line["event"].encode()
+    if isinstance(line.get("event_b64"), str):
+        return base64.b64decode(line["event_b64"], validate=True)
+    raise ValueError("the event is missing: neither 'event' (a string) nor 'event_b64'")
+
+
+def _event_id(data: bytes) -> str | None:
+    try:
+        return json.loads(data).get("event_id")
+    except (ValueError, AttributeError):
+        return None
+
+
+async def import_file(claim_log: ClaimLog, path: Path, *, window: int = 256, progress: Progress | None = None) -> Imported:
+    """Check the whole file, then republish its events byte for byte into the (empty) stream."""
+    head = await claim_log.head()
+    if head:
+        raise ImportRefused(
+            f"stream {claim_log.stream} is not empty (its last sequence is {head}): an import restores into an "
+            "empty stream only, so that sequences and hash chains come back as they were"
+        )
+    count = sum(1 for _ in read_export(path))
+    if not count:
+        raise ImportRefused(f"{path} holds no events")
+    renumbered, restored = False, 0
+    async with Republisher(claim_log.nc, claim_log.stream, window=window) as republisher:
+        for seq, event in read_export(path):
+            restored = await republisher.publish(event)
+            renumbered = renumbered or restored != seq
+            if progress is not None and restored % 100 == 0:
+                progress(restored)
+    if progress is not None:
+        progress(restored)
+    return Imported(count, 1, restored, renumbered)
+

@@ -1,0 +1,154 @@
+"""The read models against a fresh replay: live table checksums vs a scratch database rebuilt from the log.
+
+``rebuild_checksums`` is the one place the scratch rebuild happens, so a faster replay path can
+replace its body without touching the comparison.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, select, text
+from sqlalchemy.pool import NullPool
+
+from projections.checksum import table_checksums
+from projections.registry import build_projections
+from projections.tables import checkpoints
+from services.audit.verify import Finding, Report
+from services.db import make_engine, upgrade
+from services.log import ClaimLog, Delivery, DurableConsumer
+from services.projector.runner import Projector
+
+ATTEMPTS = 5
+REBUILD_BATCH = 5000
+REBUILD_TIMEOUT = 24 * 3600.0
+
+
+class _ConsumerUpTo(DurableConsumer):
+    """A consumer that hands over nothing after ``until_seq``, so the rebuild stops exactly there."""
+
+    def __init__(self, *args, until_seq: int, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._until = until_seq
+
+    async def next_batch(self, **options) -> list[Delivery]:
+        return [d for d in await super().next_batch(**options) if d.seq <= self._until]
+
+
+class _LogUpTo(ClaimLog):
+    def __init__(self, claim_log: ClaimLog, until_seq: int) -> None:
+        super().__init__(claim_log.nc, claim_log.spec)
+        self._until = until_seq
+
+    def consumer(self, name: str, *, max_batch: int) -> DurableConsumer:
+        return _ConsumerUpTo(self.nc, self.stream, name, max_batch=max_batch, until_seq=self._until)
+
+
+def live_checksums(engine: Engine) -> tuple[int | None, dict[str, str]]:
+    """The live checkpoint and the table checksums at it (None when nothing was ever projected).
+
+    The projector may be running: the checkpoint is read before and after the checksums, and a read
+    during which it moved is done again (a commit always moves it, with the rows, in one transaction).
+    """
+    for _ in range(ATTEMPTS):
+        with engine.connect() as conn:
+            before = _checkpoint(conn)
+            sums = table_checksums(conn)
+        with engine.connect() as conn:
+            if _checkpoint(conn) == before:
+                return before, sums
+    raise RuntimeError(f"the projector moved during each of {ATTEMPTS} reads of the read models: stop it, or retry")
+
+
+def _checkpoint(conn) -> int | None:
+    positions = set(conn.execute(select(checkpoints.c.last_seq)).scalars())
+    if len(positions) > 1:
+        raise RuntimeError(f"the projections stand at different sequences {sorted(positions)}: rebuild them with replay")
+    return positions.pop() if positions else None
+
+
+async def compare_read_models(
+    claim_log: ClaimLog, live_engine: Engine, report: Report, *, progress: Callable[[int], None] | None = None
+) -> None:
+    """Add a finding for every read-model table whose rows differ from a fresh replay to the live checkpoint."""
+    try:
+        at_seq, live = live_checksums(live_engine)
+    except RuntimeError as error:
+        report.add(Finding("read_models", str(error)))
+        return
+    if at_seq is None:
+        report.tables_note = "the read models were never projected: nothing to compare"
+        return
+    fresh = await rebuild_checksums(claim_log, live_engine, at_seq, progress=progress)
+    report.tables_at_seq = at_seq
+    for table in sorted(live.keys() | fresh.keys()):
+        if live.get(table) != fresh.get(table):
+            report.add(
+                Finding("table", f"{table} differs from a fresh replay of the log to sequence {at_seq}", at_seq, table=table)
+            )
+
+
+async def rebuild_checksums(
+    claim_log: ClaimLog, live_engine: Engine, until_seq: int, *, progress: Callable[[int], None] | None = None
+) -> dict[str, str]:
+    """Table checksums of read models replayed from the log through ``until_seq`` into a scratch database."""
+    with _scratch_engine(live_engine) as scratch:
+        upgrade(scratch)
+        name = f"verify-{uuid.uuid4().hex[:12]}"
+        projector = Projector(_LogUpTo(claim_log, until_seq), scratch, build_projections(), name=name, batch=REBUILD_BATCH)
+        projector.load_checkpoint()
+        try:
+            if until_seq > 0:
+                async with _reporting(projector, progress):
+                    await projector.run_until(until_seq, timeout=REBUILD_TIMEOUT)
+        finally:
+            await claim_log.forget_consumer(name)
+        with scratch.connect() as conn:
+            return table_checksums(conn)
+
+
+@contextlib.contextmanager
+def _scratch_engine(live_engine: Engine) -> Iterator[Engine]:
+    """An empty database of the live one's dialect: a temporary SQLite file, or a temporary PostgreSQL schema."""
+    if live_engine.dialect.name == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="claimlog-verify-") as folder:
+            engine = make_engine(f"sqlite:///{Path(folder) / 'replay.sqlite3'}")
+            try:
+                yield engine
+            finally:
+                engine.dispose()
+        return
+    schema = f"claimlog_verify_{uuid.uuid4().hex[:12]}"
+    with live_engine.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    engine = create_engine(live_engine.url, connect_args={"options": f"-csearch_path={schema}"}, poolclass=NullPool)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+        with live_engine.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+
+
+@contextlib.asynccontextmanager
+async def _reporting(projector: Projector, progress: Callable[[int], None] | None) -> AsyncIterator[None]:
+    """Report the rebuild's checkpoint every 0.2 s while it runs."""
+    task = asyncio.create_task(_report(projector, progress)) if progress else None
+    try:
+        yield
+    finally:
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def _report(projector: Projector, progress: Callable[[int], None]) -> None:
+    while True:
+        progress(projector.checkpoint)
+        await asyncio.sleep(0.2)

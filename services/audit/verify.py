@@ -1,0 +1,135 @@
+"""``claimlog verify``: the log has no gaps, every event reads, every claim's hash chain holds, and
+the read models equal a fresh replay.
+
+The log is streamed page by page; what stays in memory is one 32-byte digest per claim (the hash its
+next event must record) and at most ``MAX_KEPT`` findings (the rest are counted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from events import UnknownEventError, decode
+from events.subjects import ROOT
+from services.log import ClaimLog, StoredEvent
+
+PAGE = 1000
+MAX_KEPT = 1000
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing wrong, with where it is: sequence, subject and claim, or the table."""
+
+    kind: str  # gap, unreadable, subject, chain, table, read_models
+    message: str
+    seq: int | None = None
+    subject: str | None = None
+    claim_id: str | None = None
+    table: str | None = None
+
+
+@dataclass
+class Report:
+    """What verify looked at and what it found."""
+
+    first_seq: int = 0
+    last_seq: int = 0
+    events: int = 0
+    claims: int = 0
+    log_seconds: float = 0.0
+    tables_at_seq: int | None = None  # the sequence the read models were compared at; None when not compared
+    tables_note: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def ok(self) -> bool:
+        return not self.counts
+
+    def add(self, finding: Finding) -> None:
+        self.counts[finding.kind] += 1
+        if len(self.findings) < MAX_KEPT:
+            self.findings.append(finding)
+
+    def as_json(self) -> dict:
+        kept = [{k: v for k, v in asdict(f).items() if v is not None} for f in self.findings]
+        body = {k: v for k, v in asdict(self).items() if k not in ("findings", "counts")}
+        return {"ok": self.ok, **body, "counts": dict(self.counts), "findings": kept}
+
+
+class LogCheck:
+    """Checks stored events fed in log order: sequence, decoding, subject and the claim's hash chain."""
+
+    def __init__(self, report: Report) -> None:
+        self._report = report
+        self._next_seq = 1
+        self._last_hash: dict[str, bytes] = {}
+
+    def check(self, stored: StoredEvent) -> None:
+        """Check one stored event (in log order)."""
+        self._gap_before(stored.seq)
+        self._report.events += 1
+        subject, seq = stored.subject, stored.seq
+        root, _, rest = subject.partition(".")
+        claim_id, _, event_type = rest.partition(".")
+        previous = self._last_hash.get(claim_id)
+        self._last_hash[claim_id] = hashlib.sha256(stored.data).digest()
+        try:
+            event = decode(stored.data)
+        except UnknownEventError as error:
+            self._report.add(Finding("unreadable", str(error), seq, subject, claim_id))
+            return
+        if root != ROOT or event.claim_id != claim_id or event.type != event_type:
+            self._report.add(
+                Finding("subject", f"a {event.type} of {event.claim_id} is stored under {subject}", seq, subject, claim_id)
+            )
+        expected = previous.hex() if previous is not None else None
+        if event.prev_hash != expected:
+            self._report.add(Finding("chain", _chain_break(event.prev_hash, expected), seq, subject, claim_id))
+
+    def finish(self, last_seq: int) -> None:
+        """Everything up to ``last_seq`` has been fed: a missing tail is a gap too."""
+        self._gap_before(last_seq + 1)
+        self._report.claims = len(self._last_hash)
+
+    def _gap_before(self, seq: int) -> None:
+        if seq > self._next_seq:
+            missing = f"{self._next_seq}" if seq - 1 == self._next_seq else f"{self._next_seq} to {seq - 1}"
+            self._report.add(Finding("gap", f"sequence {missing} missing from the log", self._next_seq))
+        self._next_seq = max(self._next_seq, seq + 1)
+
+
+def _chain_break(found: str | None, expected: str | None) -> str:
+    if expected is None:
+        return f"the claim's first event records prev_hash {found}, but there is no previous event"
+    if found is None:
+        return f"prev_hash is missing; the claim's previous stored event hashes to {expected}"
+    return f"prev_hash {found} is not the hash of the claim's previous stored event ({expected})"
+
+
+async def check_log(
+    claim_log: ClaimLog, report: Report, *, head: int, progress: Callable[[int], None] | None = None
+) -> None:
+    """Stream the log from its first sequence through ``head`` into the checks, reading the next page meanwhile."""
+    check = LogCheck(report)
+    report.last_seq = head
+    after = 0
+    pending = asyncio.ensure_future(claim_log.read_log(after_seq=0, limit=PAGE)) if head else None
+    while pending is not None:
+        page = [stored for stored in await pending if stored.seq <= head]
+        pending = None
+        if page and page[-1].seq < head:
+            pending = asyncio.ensure_future(claim_log.read_log(after_seq=page[-1].seq, limit=PAGE))
+        if page and not report.first_seq:
+            report.first_seq = page[0].seq
+        for stored in page:
+            check.check(stored)
+        after = page[-1].seq if page else after
+        if progress is not None:
+            progress(after)
+    check.finish(head)
