@@ -65,6 +65,19 @@ def stale_projections(engine: Engine) -> dict[str, tuple[int, int]]:
     }
 
 
+async def rebuild_if_stale(settings: Settings, generations: Generations) -> Rebuilt | None:
+    """At a projector's start: when the active tables were built by another version of a projection's
+    code, build a new generation from the log (the API serves the old one meanwhile) and switch to it."""
+    stale = stale_projections(generations.active()[1])
+    if not stale:
+        return None
+    changes = ", ".join(f"{name} {built} -> {now}" for name, (built, now) in stale.items())
+    log.warning("projection versions changed (%s): rebuilding the read models from the log", changes)
+    rebuilt = await rebuild_generation(settings, generations)
+    log.warning("rebuilt generation %s through sequence %s and switched to it", rebuilt.generation, rebuilt.applied_through)
+    return rebuilt
+
+
 async def rebuild_generation(
     settings: Settings,
     generations: Generations,
@@ -83,7 +96,7 @@ async def rebuild_generation(
                 claim_log = ClaimLog(nc, stream_spec(settings))
                 await ready(claim_log)
                 name = f"{settings.projector_name}-replay-g{number}"
-                projector = Projector(claim_log, engine, build_projections(), name=name, batch=REPLAY_BATCH)
+                projector = Projector(claim_log, engine, build_projections(), name=name, batch=REPLAY_BATCH, linger=0.1)
                 try:
                     applied = await _catch_up(projector, claim_log, progress)
                 finally:

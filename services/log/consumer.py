@@ -81,10 +81,12 @@ class DurableConsumer:
             await self._sub.unsubscribe()
             self._sub = None
 
-    async def next_batch(self, *, timeout: float | None = None) -> list[Delivery]:
+    async def next_batch(self, *, timeout: float | None = None, linger: float = 0.0) -> list[Delivery]:
         """Every delivered event already here (up to the batch size), waiting only for the first one.
 
-        Returns an empty list when ``timeout`` passes with nothing delivered.
+        With ``linger``, after the first event it waits up to that long for the batch to fill (a
+        replay wants full batches; the live projector wants the event it has now). Returns an empty
+        list when ``timeout`` passes with nothing delivered.
         """
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
@@ -104,7 +106,20 @@ class DurableConsumer:
             self._take(msg, batch)
             while len(batch) < self._max_batch and not self._queue.empty():
                 self._take(self._queue.get_nowait(), batch)
+        if linger > 0:
+            await self._fill(batch, loop.time() + linger)
         return batch
+
+    async def _fill(self, batch: list[Delivery], until: float) -> None:
+        loop = asyncio.get_running_loop()
+        while len(batch) < self._max_batch and (left := until - loop.time()) > 0:
+            await self._top_up()
+            try:
+                self._take(await asyncio.wait_for(self._queue.get(), timeout=left), batch)
+            except TimeoutError:
+                return
+            while len(batch) < self._max_batch and not self._queue.empty():
+                self._take(self._queue.get_nowait(), batch)
 
     async def ack_through(self, delivery: Delivery) -> None:
         """Acknowledge this delivery and every one before it (call only after they are committed)."""

@@ -16,7 +16,7 @@ from services.generations import Generations
 from services.log import ClaimLog
 from services.log.connection import split_credentials
 from services.projector.runner import Projector
-from services.replay import rebuild_generation, stale_projections
+from services.replay import rebuild_if_stale
 from services.runtime import nats_server, ready, stream_spec
 from services.settings import Settings
 
@@ -54,14 +54,7 @@ class ProjectorService:
     async def _run(self, claim_log: ClaimLog) -> None:
         generations = Generations(self.settings.resolved_database_url())
         try:
-            stale = stale_projections(generations.active()[1])
-            if stale:
-                # Tables built by another version of a projection's code: build a new generation from the
-                # log (the API serves the old one meanwhile), switch to it, then keep it live.
-                changes = ", ".join(f"{name} {built} -> {now}" for name, (built, now) in stale.items())
-                log.warning("projection versions changed (%s): rebuilding the read models from the log", changes)
-                rebuilt = await rebuild_generation(self.settings, generations)
-                log.warning("rebuilt generation %s through sequence %s and switched to it", rebuilt.generation, rebuilt.applied_through)
+            await rebuild_if_stale(self.settings, generations)
             projector = Projector(
                 claim_log,
                 self.engine,

@@ -52,10 +52,12 @@ class Projector:
         name: str,
         batch: int,
         generations: Generations | None = None,
+        linger: float = 0.0,
     ) -> None:
         self._log, self._engine, self._projections = log_, engine, list(projections)
         self._name, self._batch = name, batch
         self._generations = generations
+        self._linger = linger  # seconds a batch may wait to fill: 0 live (latency), more for a replay
         self.generation = generations.active_number() if generations is not None else 0
         if generations is not None:
             self._engine = generations.engine(self.generation)
@@ -109,7 +111,7 @@ class Projector:
         checked = loop.time()
         try:
             while not stop.is_set():
-                deliveries = await consumer.next_batch(timeout=0.25)
+                deliveries = await consumer.next_batch(timeout=0.25, linger=self._linger)
                 if deliveries:
                     await self._apply(consumer, deliveries)
                 if self._generations is not None and loop.time() - checked > FOLLOW_EVERY:

@@ -21,7 +21,7 @@ from services.generations import Generations
 from services.log import ClaimLog
 from services.projector import Projector
 from services.read_api.server import build_app
-from services.replay import rebuild_generation, stale_projections
+from services.replay import rebuild_generation, rebuild_if_stale, stale_projections
 from services.settings import Settings
 from tests.builders import attached, reviewed
 from tests.conftest import random_claim_id
@@ -177,3 +177,24 @@ async def _until(condition, timeout: float = 30.0) -> None:
     async with asyncio.timeout(timeout):
         while not condition():
             await asyncio.sleep(0.05)
+
+
+async def test_a_projector_starting_on_tables_of_an_older_projection_version_rebuilds_them(
+    claim_log: ClaimLog, engine: Engine, generations: Generations, settings: Settings, monkeypatch: pytest.MonkeyPatch
+):
+    claim_id = random_claim_id()
+    await append_history(claim_log, claim_id)
+    await project_all(claim_log, engine)
+    assert await rebuild_if_stale(settings, generations) is None  # same code: nothing to do
+
+    from projections.claim_pages import ClaimPagesProjection
+
+    monkeypatch.setattr(ClaimPagesProjection, "version", ClaimPagesProjection.version + 1)
+    rebuilt = await rebuild_if_stale(settings, generations)
+
+    assert rebuilt is not None and generations.active_number() == rebuilt.generation == 1
+    with generations.engine(1).connect() as conn:
+        versions = dict(conn.execute(select(checkpoints.c.name, checkpoints.c.version)).all())
+        assert conn.execute(select(claim_pages.c.claim_id)).scalars().all() == [claim_id]
+    assert versions["claim_pages"] == ClaimPagesProjection.version
+    assert stale_projections(generations.engine(1)) == {}

@@ -1,0 +1,218 @@
+"""Replay: rebuild the read models from a log of a million events, from a cold start, into SQLite and PostgreSQL.
+
+    python bench/replay.py [--claims 100000] [--per-claim 10] [--postgres URL] [--peer-claims 2000]
+
+Publishes the log once (claims' events interleaved a thousand claims at a time, as pipelines and
+people interleave them), then for each database runs what `claimlog replay` runs
+(``rebuild_generation``: a new generation from the first event, then the switch) in a fresh process,
+which samples its own memory at every tenth of the log: the figures show whether memory stays flat as
+the log grows. The peer in the same run is the Python ``eventsourcing`` library on the same workload
+(store the same events, then project the same counts with its own projection runner), at a size it
+finishes in reasonable time; the ratio compares rates. Targets (issue 5): 30,000 events/s or more
+into SQLite, 15,000 or more into PostgreSQL, memory flat; an as-of page of a claim with 1,000 events
+under 50 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+from sqlalchemy import create_engine, text  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
+
+from bench.common import arguments, progress  # noqa: E402
+from bench.workload import claim_events  # noqa: E402
+from events.subjects import event_subject  # noqa: E402
+from services.db import make_engine, upgrade  # noqa: E402
+from services.embedded import EmbeddedNats  # noqa: E402
+from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
+from services.log.chain import chain  # noqa: E402
+from services.runtime import run  # noqa: E402
+
+console = Console()
+BLOCK = 1000  # claims whose events are interleaved with each other
+
+
+def workload(claims: int, per_claim: int, seed: int = 7):
+    """The log, in publishing order: blocks of claims, each block's events interleaved round-robin."""
+    rng = random.Random(seed)
+    for start in range(0, claims, BLOCK):
+        block = [chain(claim_events(n, per_claim, rng), None) for n in range(start, min(start + BLOCK, claims))]
+        for i in range(per_claim):
+            for linked in block:
+                if i < len(linked):
+                    yield linked[i]
+
+
+async def publish(url: str, claims: int, per_claim: int, window: int = 2000) -> tuple[int, float]:
+    """Publish the workload with many acknowledgements in flight; returns (events, events/s)."""
+    nc = await connect(url, name="bench-publisher")
+    await ClaimLog(nc, StreamSpec("CLAIMS")).ensure()
+    js = nc.jetstream()
+    slots = asyncio.Semaphore(window)
+    failures: list[BaseException] = []
+
+    async def one(subject: str, data: bytes, msg_id: str) -> None:
+        try:
+            await js.publish(subject, data, stream="CLAIMS", headers={"Nats-Msg-Id": msg_id})
+        except BaseException as error:  # noqa: BLE001 - counted and raised below
+            failures.append(error)
+        finally:
+            slots.release()
+
+    total = claims * per_claim
+    started = time.perf_counter()
+    tasks = set()
+    with progress() as bar:
+        task = bar.add_task("publish the log", total=total, rate="")
+        for count, (event, data) in enumerate(workload(claims, per_claim), 1):
+            await slots.acquire()
+            pending = asyncio.create_task(one(event_subject(event.claim_id, event.type), data, event.event_id))
+            tasks.add(pending)
+            pending.add_done_callback(tasks.discard)
+            if count % 5000 == 0:
+                bar.update(task, completed=count, rate=f"{count / (time.perf_counter() - started):,.0f} events/s")
+        await asyncio.gather(*tasks)
+        bar.update(task, completed=total)
+    await nc.close()
+    if failures:
+        raise RuntimeError(f"{len(failures)} publishes failed, the first: {failures[0]!r}")
+    return total, total / (time.perf_counter() - started)
+
+
+def child(nats_url: str, database_url: str) -> None:
+    """In a fresh process: rebuild a new generation from the log, sampling memory every tenth of the log."""
+    from services.generations import Generations
+    from services.replay import rebuild_generation
+    from services.settings import Settings
+
+    samples: dict[int, float] = {}
+
+    def sample(applied: int, head: int) -> None:
+        tenth = applied * 10 // max(head, 1)
+        if tenth not in samples:
+            samples[tenth] = _rss_mb("VmRSS")
+
+    settings = Settings(nats_url=nats_url, database_url=database_url, data_dir=Path(tempfile.mkdtemp()))
+    generations = Generations(database_url)
+    started = time.perf_counter()
+    rebuilt = run(rebuild_generation(settings, generations, progress=sample))
+    elapsed = time.perf_counter() - started
+    generations.close()
+    print(json.dumps({"events": rebuilt.applied_through, "seconds": elapsed, "rss": samples, "peak": _rss_mb("VmHWM")}))
+
+
+def _rss_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def replay_in_child(nats_url: str, database_url: str) -> dict:
+    with console.status(f"replaying into {make_url(database_url).get_backend_name()} (a fresh process)"):
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", nats_url, database_url], capture_output=True, text=True, check=False
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"the replay failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def fresh_postgres(url: str) -> tuple[str, callable]:
+    admin = create_engine(make_url(url).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
+    name = f"claimlog_bench_{uuid.uuid4().hex[:8]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+
+    def drop() -> None:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+    return make_url(url).set(database=name).render_as_string(hide_password=False), drop
+
+
+def peer(claims: int, per_claim: int, database: str) -> dict | None:
+    try:
+        from bench.peer_eventsourcing import run_peer
+    except ImportError as error:
+        console.print(f"[yellow]peer skipped[/yellow]: {error} (pip install -e '.[bench]')")
+        return None
+    events = [event for event, _ in workload(claims, per_claim)]
+    return run_peer(events, database=database)
+
+
+def main() -> None:
+    parser = arguments(__doc__)
+    parser.add_argument("--claims", type=int, default=100_000)
+    parser.add_argument("--per-claim", type=int, default=10)
+    parser.add_argument("--postgres", default=os.environ.get("CLAIMLOG_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--peer-claims", type=int, default=2000, help="Claims in the peer's run (0: no peer).")
+    parser.add_argument("--child", nargs=2, metavar=("NATS_URL", "DATABASE_URL"), help=argparse_hidden())
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    work = Path(tempfile.mkdtemp(prefix="claimlog-bench-replay-"))
+    server = EmbeddedNats(work / "nats", sync=args.sync)
+    server.start()
+    results, cleanups = {}, []
+    try:
+        events, publish_rate = run(publish(server.url_for("admin"), args.claims, args.per_claim))
+        targets = {"sqlite": f"sqlite:///{work / 'claimlog.sqlite3'}"}
+        if not args.no_postgres:
+            url, drop = fresh_postgres(args.postgres)
+            targets["postgresql"], cleanups = url, [drop]
+        for kind, url in targets.items():
+            upgrade(make_engine(url))
+            results[kind] = replay_in_child(server.url_for("admin"), url)
+        peers = {}
+        if args.peer_claims:
+            peers["sqlite"] = peer(args.peer_claims, args.per_claim, str(work / "peer.sqlite3"))
+            if not args.no_postgres:
+                peers["postgresql"] = peer(args.peer_claims, args.per_claim, args.postgres)
+    finally:
+        server.stop()
+        for cleanup in cleanups:
+            cleanup()
+    report(events, publish_rate, results, peers, args)
+
+
+def argparse_hidden() -> str:
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+def report(events: int, publish_rate: float, results: dict, peers: dict, args) -> None:
+    table = Table(title=f"replay of {events:,} events ({args.claims:,} claims), published at {publish_rate:,.0f}/s")
+    for column in ("database", "claimlog events/s", "memory at 10% .. 100% of the log (MB)", "peak MB", "peer", "ratio", "target"):
+        table.add_column(column)
+    targets = {"sqlite": "≥ 30,000/s", "postgresql": "≥ 15,000/s"}
+    for kind, result in results.items():
+        rate = result["events"] / result["seconds"]
+        rss = " ".join(f"{result['rss'][k]:.0f}" for k in sorted(result["rss"], key=int) if int(k) > 0)
+        found = peers.get(kind)
+        peer_text = f"store {found['stored_per_s']:,.0f}/s, project {found['projected_per_s']:,.0f}/s ({found['events']:,} events)" if found else "-"
+        ratio = f"{rate / found['projected_per_s']:,.1f}x" if found else "-"
+        table.add_row(kind, f"{rate:,.0f}", rss, f"{result['peak']:.0f}", peer_text, ratio, targets[kind])
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
