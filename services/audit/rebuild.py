@@ -100,7 +100,9 @@ async def rebuild_checksums(
     with _scratch_engine(live_engine) as scratch:
         upgrade(scratch)
         name = f"verify-{uuid.uuid4().hex[:12]}"
-        projector = Projector(_LogUpTo(claim_log, until_seq), scratch, build_projections(), name=name, batch=REBUILD_BATCH)
+        projector = Projector(
+            _LogUpTo(claim_log, until_seq), scratch, build_projections(), name=name, batch=REBUILD_BATCH, linger=0.1
+        )
         projector.load_checkpoint()
         try:
             if until_seq > 0:
