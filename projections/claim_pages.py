@@ -18,14 +18,22 @@ CACHE_PAGES = 20_000
 
 
 class ClaimPagesProjection:
-    """Folds every event into its claim's page; keeps recently touched pages in memory between batches."""
+    """Folds every event into its claim's page; keeps recently touched pages in memory between batches.
+
+    ``write_behind`` (a rebuild's workers only): a page is written when it leaves the cache or at
+    ``flush``, not after every batch that touches it, so a page is serialized and written about once
+    however its events are spread over the log. The tables then lag the checkpoint until ``flush``,
+    so such a fold cannot resume after a failed batch: it must start again (``forget`` says so).
+    """
 
     name = "claim_pages"
     version = 2  # 2: standing and the scorecard rules (projections/scorecard.py, RULES_VERSION 1)
     tables = (claim_pages,)
 
-    def __init__(self) -> None:
+    def __init__(self, *, write_behind: bool = False) -> None:
         self._cache: OrderedDict[str, ClaimPage] = OrderedDict()
+        self._write_behind = write_behind
+        self._dirty: set[str] = set()
 
     def apply_batch(self, conn: Connection, records: Sequence[Record]) -> None:
         """Load the touched pages, fold the batch into them and write them back in one upsert."""
@@ -33,13 +41,27 @@ class ClaimPagesProjection:
         for record in records:
             claim_id = record.event.claim_id
             pages[claim_id] = apply(pages.get(claim_id), record.event, record.seq, record.at)
-        upsert(conn, claim_pages, [page_row(derive(p)) for p in pages.values() if p is not None])
+        if not self._write_behind:
+            upsert(conn, claim_pages, [page_row(derive(p)) for p in pages.values() if p is not None])
+        evicted = []
         for claim_id, page in pages.items():
             if page is not None:
-                self._remember(claim_id, page)
+                evicted.extend(self._remember(claim_id, page))
+                self._dirty.add(claim_id)
+        if self._write_behind:
+            upsert(conn, claim_pages, [page_row(derive(p)) for p in evicted])
+        else:
+            self._dirty.clear()
+
+    def flush(self, conn: Connection) -> None:
+        """Write every page folded since it was last written (write-behind)."""
+        upsert(conn, claim_pages, [page_row(derive(self._cache[c])) for c in sorted(self._dirty) if c in self._cache])
+        self._dirty.clear()
 
     def forget(self) -> None:
         """Drop cached pages (the batch that changed them rolled back)."""
+        if self._write_behind and self._dirty:
+            raise RuntimeError("a write-behind fold lost pages it had not written: start the rebuild again")
         self._cache.clear()
 
     def _load(self, conn: Connection, claim_ids: list[str]) -> dict[str, ClaimPage | None]:
@@ -56,11 +78,17 @@ class ClaimPagesProjection:
                 pages[claim_id] = PAGE.validate_json(doc)
         return pages
 
-    def _remember(self, claim_id: str, page: ClaimPage) -> None:
+    def _remember(self, claim_id: str, page: ClaimPage) -> list[ClaimPage]:
+        """Keep the page; returns the dirty pages this pushed out of the cache (write-behind writes them)."""
         self._cache[claim_id] = page
         self._cache.move_to_end(claim_id)
+        evicted = []
         while len(self._cache) > CACHE_PAGES:
-            self._cache.popitem(last=False)
+            old_id, old_page = self._cache.popitem(last=False)
+            if old_id in self._dirty:
+                self._dirty.discard(old_id)
+                evicted.append(old_page)
+        return evicted
 
 
 def page_row(page: ClaimPage) -> dict:

@@ -122,6 +122,51 @@ class Generations:
             upgrade(self.engine(number))
         return [0, *live]
 
+    def partition(self, number: int, part: int) -> tuple[str, str | None]:
+        """A fresh, migrated place for one worker's share of a parallel rebuild of ``number``: (url, schema)."""
+        if self.dialect == "sqlite":
+            path = self._sqlite_path(number).with_suffix(f".p{part}{self._sqlite_path(number).suffix}")
+            _remove_sqlite(path)
+            url, schema = f"sqlite:///{path}", None
+        else:
+            url, schema = self.home_url, f"{_schema(number)}_p{part}"
+            with self.home.begin() as conn:
+                conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+                conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        engine = make_engine(url, schema=schema)
+        upgrade(engine)
+        engine.dispose()
+        return url, schema
+
+    def merge_partitions(self, number: int, places: list[tuple[str, str | None]]) -> None:
+        """Copy every worker's rows into generation ``number`` (in the database itself, no round trips),
+        then remove the workers' places. Checkpoints are not copied: the caller sets them."""
+        tables = [t for t in metadata.sorted_tables if t.name not in CONTROL_TABLES and t.name != "projection_checkpoints"]
+        if self.dialect == "sqlite":
+            raw = self.engine(number).raw_connection()
+            try:
+                cursor = raw.cursor()
+                for url, _ in places:
+                    cursor.execute("ATTACH DATABASE ? AS part", (make_url(url).database,))
+                    for t in tables:
+                        columns = ", ".join(f'"{c.name}"' for c in t.columns)
+                        cursor.execute(f'INSERT INTO main."{t.name}" ({columns}) SELECT {columns} FROM part."{t.name}"')
+                    raw.commit()
+                    cursor.execute("DETACH DATABASE part")
+            finally:
+                raw.close()
+            for url, _ in places:
+                _remove_sqlite(Path(make_url(url).database or ""))
+            return
+        with self.engine(number).begin() as conn:
+            for _, schema in places:
+                for t in tables:
+                    columns = ", ".join(f'"{c.name}"' for c in t.columns)
+                    conn.execute(text(f'INSERT INTO "{t.name}" ({columns}) SELECT {columns} FROM "{schema}"."{t.name}"'))
+        with self.home.begin() as conn:
+            for _, schema in places:
+                conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+
     def abandon(self, number: int) -> None:
         """Drop a generation that was being built and will not be switched to."""
         self._drop(number)
@@ -158,11 +203,14 @@ class Generations:
         """Remove generation ``number``'s tables (and whatever an interrupted build left); ``recreate`` its schema."""
         if self.dialect == "sqlite":
             path = self._sqlite_path(number)
-            for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-                with contextlib.suppress(FileNotFoundError):
-                    leftover.unlink()
+            _remove_sqlite(path)
+            for leftover in path.parent.glob(f"{path.stem}.p*{path.suffix}"):  # an interrupted parallel build's
+                _remove_sqlite(leftover)
             return
         with self.home.begin() as conn:
+            pattern = _schema(number) + r"\_p%"  # an interrupted parallel build's schemas
+            for leftover in conn.execute(text("SELECT nspname FROM pg_namespace WHERE nspname LIKE :p"), {"p": pattern}).scalars():
+                conn.execute(text(f'DROP SCHEMA IF EXISTS "{leftover}" CASCADE'))
             conn.execute(text(f'DROP SCHEMA IF EXISTS "{_schema(number)}" CASCADE'))
             if recreate:
                 conn.execute(text(f'CREATE SCHEMA "{_schema(number)}"'))
@@ -170,6 +218,12 @@ class Generations:
     def _sqlite_path(self, number: int) -> Path:
         home = Path(make_url(self.home_url).database or "")
         return home.with_name(f"{home.stem}.g{number}{home.suffix}")
+
+
+def _remove_sqlite(path: Path) -> None:
+    for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            leftover.unlink()
 
 
 def _schema(number: int) -> str:

@@ -11,9 +11,12 @@ import asyncio
 import contextlib
 import json
 import logging
+import multiprocessing
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import sqlalchemy.event
 from sqlalchemy import Connection, Engine, select
 
 from projections.checksum import table_checksums
@@ -28,6 +31,12 @@ from services.settings import Settings
 log = logging.getLogger(__name__)
 REPLAY_BATCH = 5000  # events per transaction: a rebuild wants throughput, not the live path's latency
 Progress = Callable[[int, int], None]  # (applied through, head of the log)
+PARALLEL_FROM = 100_000  # below this, starting worker processes costs more than it saves
+MAX_WORKERS = 4
+
+
+def default_workers() -> int:
+    return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
 
 
 @dataclass
@@ -85,8 +94,15 @@ async def rebuild_generation(
     switch: bool = True,
     diff: bool = False,
     progress: Progress | None = None,
+    workers: int | None = None,
+    parallel_from: int = PARALLEL_FROM,
 ) -> Rebuilt:
-    """Build a new generation from the first event until it has caught up with the log; then switch to it."""
+    """Build a new generation from the first event until it has caught up with the log; then switch to it.
+
+    A log of ``parallel_from`` events or more is first folded by ``workers`` processes (default: one
+    per core, at most four), each applying the events of its share of the claims into a place of its
+    own; their rows are then merged inside the database, and one projector catches up from there.
+    """
     number, engine = generations.create()
     try:
         async with nats_server(settings, role="projector") as url:
@@ -96,6 +112,10 @@ async def rebuild_generation(
                 claim_log = ClaimLog(nc, stream_spec(settings))
                 await ready(claim_log)
                 name = f"{settings.projector_name}-replay-g{number}"
+                head = await claim_log.head()
+                parts = workers if workers is not None else default_workers()
+                if parts > 1 and head >= parallel_from:
+                    await _build_in_parallel(url, settings, generations, number, head, parts, name, progress)
                 projector = Projector(claim_log, engine, build_projections(), name=name, batch=REPLAY_BATCH, linger=0.1)
                 try:
                     applied = await _catch_up(projector, claim_log, progress)
@@ -110,6 +130,107 @@ async def rebuild_generation(
     replaced = generations.switch(number) if switch else None
     log.info("generation %s rebuilt through sequence %s%s", number, applied, " and switched to" if switch else "")
     return Rebuilt(number, replaced, applied, report)
+
+
+async def _build_in_parallel(
+    nats_url: str,
+    settings: Settings,
+    generations: Generations,
+    number: int,
+    head: int,
+    parts: int,
+    name: str,
+    progress: Progress | None,
+) -> None:
+    """Fold the log through ``head`` with ``parts`` processes, one share of the claims each, then merge.
+
+    A claim's page and its contributors' rows depend on that claim's events alone, so shares of the
+    claims fold independently; each worker reads the whole log (cheap: its headers are not parsed)
+    and applies only its claims' events, into a place of its own so that no two processes contend
+    for one SQLite file.
+    """
+    places = [generations.partition(number, part) for part in range(parts)]
+    context = multiprocessing.get_context("spawn")
+    counters = [context.Value("q", 0) for _ in range(parts)]
+    spec = stream_spec(settings)
+    workers = [
+        context.Process(
+            target=_partition_main,
+            args=(nats_url, spec, place, part, parts, head, f"{name}-p{part}", counters[part]),
+            name=f"claimlog-replay-p{part}",
+            daemon=True,
+        )
+        for part, place in enumerate(places)
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        while any(worker.is_alive() for worker in workers):
+            if progress:
+                progress(min(counter.value for counter in counters), head)
+            await asyncio.sleep(0.2)
+    finally:
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+            worker.join()
+    failed = [w.name for w in workers if w.exitcode != 0]
+    if failed:
+        raise RuntimeError(f"replay worker(s) {', '.join(failed)} failed (exit codes {[w.exitcode for w in workers]})")
+    generations.merge_partitions(number, places)
+    with generations.engine(number).begin() as conn:
+        conn.execute(checkpoints.delete())
+        conn.execute(checkpoints.insert(), [{"name": p.name, "version": p.version, "last_seq": head} for p in build_projections()])
+
+
+def _partition_main(nats_url: str, spec, place: tuple[str, str | None], part: int, parts: int, head: int, name: str, counter) -> None:
+    """A worker process: fold share ``part`` of ``parts`` of the claims, through sequence ``head``."""
+    from services.runtime import run
+
+    run(_fold_partition(nats_url, spec, place, part, parts, head, name, counter))
+
+
+async def _fold_partition(nats_url: str, spec, place, part: int, parts: int, head: int, name: str, counter) -> None:
+    from services.db import make_engine
+
+    url, schema = place
+    engine = make_engine(url, schema=schema)
+    if engine.dialect.name == "sqlite":
+        # A worker's file is scratch, merged and deleted at the end: no journal, no syncing.
+        sqlalchemy.event.listen(engine, "connect", _scratch_pragmas)
+    nc = await connect(nats_url, name=f"claimlog-replay-p{part}", events_only=True)
+    claim_log = ClaimLog(nc, spec)
+    projections = build_projections(write_behind=True)
+    projector = Projector(
+        claim_log, engine, projections, name=name, batch=REPLAY_BATCH, linger=0.1, partition=(part, parts), stop_at=head
+    )
+
+    async def report() -> None:
+        while True:
+            counter.value = projector.checkpoint
+            await asyncio.sleep(0.2)
+
+    reporter = asyncio.create_task(report())
+    try:
+        projector.load_checkpoint()
+        await projector.run_until(head, timeout=None)
+        with engine.begin() as conn:
+            for projection in projections:
+                if hasattr(projection, "flush"):
+                    projection.flush(conn)
+        counter.value = projector.checkpoint
+    finally:
+        reporter.cancel()
+        await claim_log.forget_consumer(name)
+        await nc.close()
+        engine.dispose()
+
+
+def _scratch_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=OFF")
+    cursor.execute("PRAGMA synchronous=OFF")
+    cursor.close()
 
 
 async def _catch_up(projector: Projector, claim_log: ClaimLog, progress: Progress | None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import zlib
 from collections.abc import Sequence
 
 import nats.errors
@@ -53,11 +54,17 @@ class Projector:
         batch: int,
         generations: Generations | None = None,
         linger: float = 0.0,
+        partition: tuple[int, int] | None = None,
+        stop_at: int | None = None,
     ) -> None:
         self._log, self._engine, self._projections = log_, engine, list(projections)
         self._name, self._batch = name, batch
         self._generations = generations
         self._linger = linger  # seconds a batch may wait to fill: 0 live (latency), more for a replay
+        # (k, n): apply only the events of claims in partition k of n (a parallel rebuild's share); the
+        # checkpoint still moves over every event, since the others belong to other partitions.
+        self._partition = partition
+        self._stop_at = stop_at  # apply nothing after this sequence (a rebuild's share ends there)
         self.generation = generations.active_number() if generations is not None else 0
         if generations is not None:
             self._engine = generations.engine(self.generation)
@@ -133,7 +140,7 @@ class Projector:
         return True
 
     async def _apply(self, consumer: DurableConsumer, deliveries: list[Delivery]) -> None:
-        fresh = [d for d in deliveries if d.seq > self.checkpoint]
+        fresh = [d for d in deliveries if d.seq > self.checkpoint and (self._stop_at is None or d.seq <= self._stop_at)]
         if fresh:
             try:
                 # On the event loop, not in a worker thread: the projector's loop has nothing else to
@@ -146,7 +153,11 @@ class Projector:
 
     def _commit(self, deliveries: list[Delivery]) -> None:
         records, unreadable = [], []
-        for delivery in deliveries:
+        owned = deliveries
+        if self._partition is not None:
+            part, parts = self._partition
+            owned = [d for d in deliveries if claim_partition(d.subject, parts) == part]
+        for delivery in owned:
             try:
                 records.append(Record(delivery.seq, delivery.stored_at, decode(delivery.data)))
             except UnknownEventError as error:
@@ -172,6 +183,12 @@ class Projector:
     def _forget(self) -> None:
         for projection in self._projections:
             projection.forget()
+
+
+def claim_partition(subject: str, parts: int) -> int:
+    """Which of ``parts`` partitions a stored event's claim falls in (by the claim id in its subject)."""
+    claim = subject.split(".", 2)[1] if subject.count(".") >= 1 else subject
+    return zlib.crc32(claim.encode()) % parts
 
 
 async def _sleep_unless(stop: asyncio.Event, delay: float) -> None:

@@ -10,20 +10,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import nats
 import pytest
 import uvicorn
 from sqlalchemy import Engine, select, update
 
 from projections.checksum import table_checksums
 from projections.registry import build_projections
-from projections.tables import checkpoints, claim_pages
+from projections.tables import checkpoints, claim_pages, unreadable_events
 from services.generations import Generations
 from services.log import ClaimLog
 from services.projector import Projector
 from services.read_api.server import build_app
 from services.replay import rebuild_generation, rebuild_if_stale, stale_projections
 from services.settings import Settings
-from tests.builders import attached, reviewed
+from tests.builders import attached, history, reviewed
 from tests.conftest import random_claim_id
 from tests.integration.test_projector import append_history, project_all
 
@@ -198,3 +199,27 @@ async def test_a_projector_starting_on_tables_of_an_older_projection_version_reb
         assert conn.execute(select(claim_pages.c.claim_id)).scalars().all() == [claim_id]
     assert versions["claim_pages"] == ClaimPagesProjection.version
     assert stale_projections(generations.engine(1)) == {}
+
+
+async def test_a_parallel_rebuild_by_share_of_claims_equals_the_live_tables(
+    nats_url: str, claim_log: ClaimLog, engine: Engine, generations: Generations, settings: Settings
+):
+    claims = [random_claim_id() for _ in range(12)]
+    for claim_id in claims:  # interleaved: every claim's history appended a few events at a time
+        await append_history(claim_log, claim_id, history(claim_id)[:3])
+    for claim_id in claims:
+        head = await claim_log.claim_head(claim_id)
+        await claim_log.append(claim_id, history(claim_id)[3:], expected_seq=head.seq, prev_hash=head.hash)
+    raw = await nats.connect(nats_url)  # and an event no projection can read, published around the API
+    await raw.jetstream().publish(f"claims.{claims[0]}.ClaimDrafted", b"not an event")
+    await raw.close()
+    await project_all(claim_log, engine)
+
+    rebuilt = await rebuild_generation(settings, generations, workers=3, parallel_from=0)
+
+    assert rebuilt.applied_through == await claim_log.head()
+    with engine.connect() as live, generations.engine(rebuilt.generation).connect() as rebuilt_tables:
+        assert table_checksums(live) == table_checksums(rebuilt_tables)
+        assert rebuilt_tables.execute(select(unreadable_events.c.subject)).scalars().all() == [f"claims.{claims[0]}.ClaimDrafted"]
+    leftovers = [p.name for p in Path(settings.data_dir).parent.rglob("*.p[0-9]*")]
+    assert leftovers == []
