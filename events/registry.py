@@ -35,8 +35,9 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.model_fields["type"].default: cls for
 AnyEvent = Annotated[Union[EVENT_CLASSES], Field(discriminator="type")]  # noqa: UP007
 _ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent)
 
-# The schema version the code writes, per type; older stored versions are upcast on read.
-CURRENT_VERSION: dict[str, int] = {name: 1 for name in EVENT_TYPES}
+# The schema version the code writes, per type: each class's ``schema_version`` default, so a new event
+# carries it. Older stored versions are upcast on read, one version at a time; the bytes are never rewritten.
+CURRENT_VERSION: dict[str, int] = {name: cls.model_fields["schema_version"].default for name, cls in EVENT_TYPES.items()}
 # (type, from_version) -> function turning that version's JSON object into the next version's.
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 UPCASTERS: dict[tuple[str, int], Upcaster] = {}
@@ -61,9 +62,14 @@ def decode(data: bytes) -> Event:
         if upcast is raw:
             raise UnknownEventError(_describe(raw, fast_path_error)) from None
         return _validate(upcast)
-    if event.schema_version == CURRENT_VERSION[event.type]:
+    if _stored_version(event) == CURRENT_VERSION[event.type]:
         return event
     return _validate(_upcast(_parse_object(data)))
+
+
+def _stored_version(event: Event) -> int:
+    # Stored without a schema_version, an event is version 1, whatever its class's default is now.
+    return event.schema_version if "schema_version" in event.model_fields_set else 1
 
 
 def _validate(raw: dict[str, Any]) -> Event:
@@ -94,7 +100,13 @@ def _upcast(raw: dict[str, Any]) -> dict[str, Any]:
         )
     current = raw
     while version < CURRENT_VERSION[kind]:
-        current = UPCASTERS[(kind, version)](dict(current))
+        upcaster = UPCASTERS.get((kind, version))
+        if upcaster is None:
+            raise UnknownEventError(f"{kind} schema_version {version}: no upcaster to version {version + 1}")
+        try:
+            current = dict(upcaster(dict(current)))
+        except Exception as error:  # noqa: BLE001 - an upcaster that fails makes the event unreadable, not the reader
+            raise UnknownEventError(f"{kind} schema_version {version} could not be upcast: {type(error).__name__}: {error}") from None
         version += 1
         current["schema_version"] = version
     return current

@@ -16,6 +16,7 @@ from services.audit_io_cli import register as register_audit
 from services.replay_cli import replay
 from services.runtime import run
 from services.settings import Settings
+from services.timeline_cli import register as register_timeline
 
 app = typer.Typer(help="claimlog: the event-sourced registry of research claims.", no_args_is_help=True)
 db_app = typer.Typer(help="The read-model database.", no_args_is_help=True)
@@ -25,6 +26,7 @@ app.add_typer(schema_app, name="schema")
 app.add_typer(actors_app, name="actors")
 register_audit(app)  # verify, export, import
 app.command()(replay)
+register_timeline(app)  # show, history
 console = Console(stderr=True)
 
 

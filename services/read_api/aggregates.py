@@ -5,16 +5,19 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends
+from fastapi import APIRouter, Body, Depends, Request
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine
+from starlette.concurrency import run_in_threadpool
 
 from events.envelope import ClaimId
 from projections.scorecard import RULES_VERSION, STANDINGS
 from services.read_api import queries
+from services.read_api.as_of import AsOfSeq, AsOfTime, as_of_point, scorecard_rows_as_of
 from services.read_api.consistency import visible_after
 from services.read_api.deps import DB
 from services.read_api.errors import ErrorBody, not_found
+from services.timeline.as_of import AsOf
 
 router = APIRouter(tags=["counts and scorecard"], dependencies=[Depends(visible_after)])
 MAX_BATCH = 500
@@ -90,19 +93,29 @@ def many_counts(
     )
 
 
-@router.get("/scorecard", response_model=Scorecard)
-def scorecard(db: DB) -> Scorecard:
-    """Every capability's scorecard."""
-    return read_scorecard(db, None)
+@router.get("/scorecard", response_model=Scorecard, responses={400: {"model": ErrorBody}})
+async def scorecard(request: Request, db: DB, as_of_seq: AsOfSeq = None, as_of: AsOfTime = None) -> Scorecard:
+    """Every capability's scorecard; with ``as_of_seq`` or ``as_of``, as it stood then (``applied_seq`` is that
+    point's sequence), folded from the log."""
+    return await _scorecard(request, db, None, as_of_point(as_of_seq, as_of))
 
 
-@router.get("/scorecard/{capability}", response_model=Scorecard, responses={404: {"model": ErrorBody}})
-def capability_scorecard(capability: str, db: DB) -> Scorecard:
-    """One capability's scorecard, with its techniques."""
-    card = read_scorecard(db, capability)
+@router.get("/scorecard/{capability}", response_model=Scorecard, responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}})
+async def capability_scorecard(
+    request: Request, capability: str, db: DB, as_of_seq: AsOfSeq = None, as_of: AsOfTime = None
+) -> Scorecard:
+    """One capability's scorecard, with its techniques; with ``as_of_seq`` or ``as_of``, as it stood then."""
+    card = await _scorecard(request, db, capability, as_of_point(as_of_seq, as_of))
     if not card.capabilities:
         raise not_found("capability", capability)
     return card
+
+
+async def _scorecard(request: Request, db: Engine, capability: str | None, as_of: AsOf | None) -> Scorecard:
+    if as_of is None:
+        return await run_in_threadpool(read_scorecard, db, capability)
+    seq, rows = await scorecard_rows_as_of(request, as_of, capability)
+    return tally_scorecard(rows, applied_seq=seq)
 
 
 def read_scorecard(db: Engine, capability: str | None) -> Scorecard:
@@ -110,6 +123,11 @@ def read_scorecard(db: Engine, capability: str | None) -> Scorecard:
     with db.connect() as conn:
         rows = queries.scorecard_rows(conn, capability)
         applied = min(queries.positions(conn).values(), default=0)
+    return tally_scorecard(rows, applied_seq=applied)
+
+
+def tally_scorecard(rows: list[dict], *, applied_seq: int) -> Scorecard:
+    """The scorecard of claim rows grouped as ``queries.scorecard_rows`` groups them: live, or folded as of a point."""
     by_capability: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_capability[row["capability"]].append(row)
@@ -127,7 +145,7 @@ def read_scorecard(db: Engine, capability: str | None) -> Scorecard:
                 techniques=[TechniqueScore(technique=t, **_tally(techniques[t])) for t in sorted(techniques)],
             )
         )
-    return Scorecard(rules_version=RULES_VERSION, applied_seq=applied, capabilities=capabilities)
+    return Scorecard(rules_version=RULES_VERSION, applied_seq=applied_seq, capabilities=capabilities)
 
 
 def _tally(rows: list[dict]) -> dict:

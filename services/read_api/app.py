@@ -19,6 +19,7 @@ from services.read_api.aggregates import router as aggregates_router
 from services.read_api.contract import router as contract_router
 from services.read_api.contributors import router as contributors_router
 from services.read_api.feed import router as feed_router
+from services.read_api.history import router as history_router
 from services.read_api.pages import router as pages_router
 from services.read_api.registry_text import router as text_router
 from services.read_api.routes import router
@@ -44,6 +45,7 @@ def create_app(engine: Engine, *, commands: bool = False, lifespan: Lifespan | N
     app.include_router(router)
     app.include_router(aggregates_router)
     app.include_router(feed_router)
+    app.include_router(history_router)
     app.include_router(contributors_router)
     app.include_router(text_router)
     app.include_router(contract_router)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from projections.page_model import ClaimPage
 from services.read_api import queries
+from services.read_api.as_of import AsOfSeq, AsOfTime, as_of_point, claim_page_as_of
 from services.read_api.consistency import visible_after
 from services.read_api.deps import DB
 from services.read_api.errors import ErrorBody, not_found
@@ -53,13 +54,21 @@ class ClaimList(BaseModel):
 @router.get(
     "/claims/{claim_key}",
     response_class=Response,
-    responses={200: {"model": ClaimPage, "content": {"application/json": {}}}, 404: {"model": ErrorBody}},
+    responses={
+        200: {"model": ClaimPage, "content": {"application/json": {}}},
+        400: {"model": ErrorBody},
+        404: {"model": ErrorBody},
+    },
     tags=["claims"],
     dependencies=[Consistent],
 )
-async def get_claim(claim_key: str, db: DB) -> Response:
+async def get_claim(
+    claim_key: str, db: DB, request: Request, as_of_seq: AsOfSeq = None, as_of: AsOfTime = None
+) -> Response:
     """The claim page, by claim id (CLM-0338) or slug. Its ETag is the claim's version (its last sequence),
-    for ``If-Match`` on commands."""
+    for ``If-Match`` on commands. With ``as_of_seq`` or ``as_of``: the page as it stood then, folded from the log."""
+    if (point := as_of_point(as_of_seq, as_of)) is not None:
+        return await claim_page_as_of(request, db, claim_key, point)
     # One indexed read (well under a millisecond) runs on the event loop: a hop to the thread pool
     # costs more than the query and, on two cores, doubles the page's latency under load.
     with db.connect() as conn:

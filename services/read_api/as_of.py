@@ -1,0 +1,89 @@
+"""Reads as of a past point of the log: ``?as_of_seq=N`` or ``?as_of=TIME`` on a claim page and on the scorecard.
+
+The page is folded from the claim's own events (read without scanning the log) by the projector's code, and
+shaped as the live route shapes the stored page, so the two answers are the same JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import HTTPException, Query, Request
+from fastapi.responses import Response
+from sqlalchemy import Engine
+
+from services.log import ClaimLog, LogError
+from services.read_api.as_of_pages import claim_of_slug, shaped_page
+from services.read_api.errors import bad_request, not_found
+from services.timeline.as_of import AsOf, BadAsOf, is_claim_id, page_json_as_of, parse_as_of
+from services.timeline.cache import ClaimEvents
+from services.timeline.scorecard import ScorecardHistory
+
+AsOfSeq = Annotated[
+    str | None, Query(description="As the log stood at this sequence: the events up to it, folded (0 or more).")
+]
+AsOfTime = Annotated[
+    str | None,
+    Query(description="As the log stood at this time (ISO 8601 with a zone): the events stored at or before it."),
+]
+
+
+def as_of_point(as_of_seq: str | None, as_of: str | None) -> AsOf | None:
+    """The point asked for, or None for the live read; 400 ``bad_as_of`` with the reason."""
+    try:
+        return parse_as_of(as_of_seq, as_of)
+    except BadAsOf as error:
+        raise bad_request("bad_as_of", str(error)) from None
+
+
+def connected_log(request: Request) -> ClaimLog:
+    """The app's connection to the log; 503 without one."""
+    claim_log: ClaimLog | None = getattr(request.app.state, "claim_log", None)
+    if claim_log is None:
+        raise HTTPException(503, detail={"error": "not_connected", "message": "this API process has no connection to the log"})
+    return claim_log
+
+
+async def claim_page_as_of(request: Request, db: Engine, claim_key: str, as_of: AsOf) -> Response:
+    """The claim page (by id or slug) as it stood at ``as_of``; 404 if it was not drafted by then."""
+    claim_log = connected_log(request)
+    claim_id = claim_id_of(db, claim_key)
+    try:
+        doc = await page_json_as_of(claim_log, claim_id, as_of, cache=claim_events(request))
+    except LogError as error:
+        raise HTTPException(503, detail={"error": "log_unavailable", "message": str(error)}) from None
+    if doc is None:
+        raise HTTPException(404, detail={"error": "claim_not_found", "message": f"no claim {claim_key!r} as of {as_of}"})
+    with db.connect() as conn:
+        return Response(shaped_page(conn, doc.decode(), as_of), media_type="application/json")
+
+
+def claim_events(request: Request) -> ClaimEvents:
+    """The app's cache of claims' events (made on first use)."""
+    cache: ClaimEvents | None = getattr(request.app.state, "claim_events", None)
+    if cache is None:
+        cache = request.app.state.claim_events = ClaimEvents()
+    return cache
+
+
+def claim_id_of(db: Engine, claim_key: str) -> str:
+    """The claim id of a claim key (an id as it is, a slug through the claim pages); 404 for an unknown slug."""
+    if is_claim_id(claim_key):
+        return claim_key
+    with db.connect() as conn:
+        found = claim_of_slug(conn, claim_key)
+    if found is None:
+        raise not_found("claim", claim_key)
+    return found
+
+
+async def scorecard_rows_as_of(request: Request, as_of: AsOf, capability: str | None) -> tuple[int, list[dict]]:
+    """The scorecard rows of every claim (or one capability) folded from the log up to ``as_of``, and its sequence."""
+    claim_log = connected_log(request)
+    history: ScorecardHistory | None = getattr(request.app.state, "scorecard_history", None)
+    if history is None:
+        history = request.app.state.scorecard_history = ScorecardHistory()
+    try:
+        return await history.rows(claim_log, as_of, capability)
+    except LogError as error:
+        raise HTTPException(503, detail={"error": "log_unavailable", "message": str(error)}) from None

@@ -1,0 +1,116 @@
+"""A claim page as of a log sequence or a stored time: the claim's events up to then, folded by the projector's code."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from events import UnknownEventError
+from events.envelope import CLAIM_ID_PATTERN
+from projections.base import Record
+from projections.claim_page import apply, derive
+from projections.page_model import PAGE, ClaimPage
+from services.log import ClaimLog, StoredEvent
+from services.timeline.cache import ClaimEvents
+
+
+class BadAsOf(ValueError):
+    """An as-of point that cannot be read: says what was wrong with it."""
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """A moment of the log: the events up to a sequence, or those stored at or before a time."""
+
+    seq: int | None = None
+    at: datetime | None = None
+
+    def includes(self, stored: StoredEvent) -> bool:
+        """Whether the event had been stored by then."""
+        if self.seq is not None:
+            return stored.seq <= self.seq
+        return self.at is None or stored.stored_at <= self.at
+
+    def __str__(self) -> str:
+        return f"sequence {self.seq}" if self.seq is not None else f"{self.at.isoformat() if self.at else 'now'}"
+
+
+def parse_as_of(seq: str | None, at: str | None) -> AsOf | None:
+    """The as-of point of ``as_of_seq`` or ``as_of`` (None for neither); ``BadAsOf`` says what is wrong."""
+    if seq is not None and at is not None:
+        raise BadAsOf("give as_of_seq or as_of, not both")
+    if seq is not None:
+        if not re.fullmatch(r"\s*-?[0-9]+\s*", seq):
+            raise BadAsOf(f"as_of_seq={seq!r} is not a log sequence (a whole number, 0 or more)")
+        if int(seq) < 0:
+            raise BadAsOf(f"as_of_seq={seq} is negative: log sequences start at 1 (0 is before the first event)")
+        return AsOf(seq=int(seq))
+    if at is not None:
+        return AsOf(at=parse_time(at))
+    return None
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time with a zone (``2026-11-30T12:00:00Z``), as the log's stored times compare with it."""
+    # An unencoded "+00:00" in a query string arrives as " 00:00": read it as the offset it was.
+    text = re.sub(r" ([0-9]{2}:?[0-9]{2})$", r"+\1", text.strip())
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise BadAsOf(f"as_of={text!r} is not an ISO 8601 time (for example 2026-11-30T12:00:00Z)") from None
+    if moment.tzinfo is None:
+        raise BadAsOf(f"as_of={text!r} needs a time zone (for example 2026-11-30T12:00:00Z)")
+    return moment
+
+
+def is_claim_id(key: str) -> bool:
+    """Whether a claim key is an id (CLM-0338) rather than a slug."""
+    return re.fullmatch(CLAIM_ID_PATTERN, key) is not None
+
+
+def records(claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None = None) -> Iterator[Record]:
+    """The claim's readable events up to ``as_of``, as the projector sees them (unreadable ones skipped)."""
+    for item in stored:
+        if as_of is not None and not as_of.includes(item):
+            return  # stored times and sequences only grow: nothing later was stored by then
+        try:
+            event = item.event
+        except UnknownEventError:
+            continue  # the projector records these as unreadable and applies nothing
+        if event.claim_id == claim_id:
+            yield Record(item.seq, item.stored_at, event)
+
+
+def fold_page(claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None = None) -> ClaimPage | None:
+    """The claim's page as it stood at ``as_of`` (None if it was not drafted by then)."""
+    page = None
+    for record in records(claim_id, stored, as_of):
+        page = apply(page, record.event, record.seq, record.at)
+    return derive(page) if page is not None else None
+
+
+async def page_json_as_of(
+    claim_log: ClaimLog, claim_id: str, as_of: AsOf | None, *, cache: ClaimEvents | None = None
+) -> bytes | None:
+    """The claim's page as JSON as it stood at ``as_of`` (None if not drafted by then), reading only this claim's
+    events, and with a cache only those it does not know yet."""
+    up_to = as_of.seq if as_of is not None else None
+    if up_to == 0:
+        return None
+    if cache is None:
+        stored = await claim_log.read_claim(claim_id, up_to_seq=up_to)
+    else:
+        stored = await cache.read(claim_log, claim_id, up_to_seq=up_to)
+    included = list(itertools.takewhile(as_of.includes, stored)) if as_of is not None else stored
+    if not included:
+        return None
+    doc = cache.page(claim_id, included[-1].seq) if cache is not None else None
+    if doc is None:
+        page = fold_page(claim_id, included)
+        doc = PAGE.dump_json(page) if page is not None else None
+        if cache is not None and doc is not None:
+            cache.keep_page(claim_id, included[-1].seq, doc)
+    return doc

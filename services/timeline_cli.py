@@ -1,0 +1,161 @@
+"""``claimlog show`` and ``claimlog history``: a claim page as of any moment, and its history with diffs, in the terminal."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from events import EVENT_TYPES, ActorKind
+from services.runtime import open_log, run
+from services.settings import Settings
+from services.timeline.as_of import AsOf, BadAsOf, is_claim_id, page_json_as_of, parse_as_of
+from services.timeline.history import Entry, claim_history, select_entries
+
+console = Console(stderr=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``show`` and ``history`` to the ``claimlog`` command."""
+    app.command("show")(show)
+    app.command("history")(history)
+
+
+def show(
+    claim: Annotated[str, typer.Argument(help="Claim id (CLM-0338) or slug.")],
+    as_of: Annotated[str | None, typer.Option("--as-of", help="As it stood at this time (ISO 8601 with a zone).")] = None,
+    as_of_seq: Annotated[int | None, typer.Option("--as-of-seq", help="As it stood at this log sequence.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the page's JSON, as GET /claims/{id} answers it.")] = False,
+) -> None:
+    """A claim page, folded from the log; with --as-of or --as-of-seq, as it stood then."""
+    try:
+        point = parse_as_of(None if as_of_seq is None else str(as_of_seq), as_of)
+    except BadAsOf as error:
+        raise typer.BadParameter(str(error).replace("as_of_seq", "--as-of-seq").replace("as_of", "--as-of")) from None
+    doc = run(_page_json(Settings(), claim, point))
+    if doc is None:
+        console.print(f"[red]no claim {claim!r}{f' as of {point}' if point else ''}[/red]")
+        raise typer.Exit(1)
+    if as_json:
+        print(doc.decode())
+    else:
+        Console().print(render_page(json.loads(doc)))
+
+
+def history(
+    claim: Annotated[str, typer.Argument(help="Claim id (CLM-0338) or slug.")],
+    type_: Annotated[list[str] | None, typer.Option("--type", help="Only events of this type (repeatable).")] = None,
+    actor_kind: Annotated[ActorKind | None, typer.Option(help="Only events by a person, a model or a service.")] = None,
+    after_seq: Annotated[int, typer.Option(min=0, help="Only events after this log sequence.")] = 0,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many events.")] = 1000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the events as JSON.")] = False,
+) -> None:
+    """Every event of a claim in log order, who acted, and what each revision or correction changed."""
+    unknown = sorted(set(type_ or []) - set(EVENT_TYPES))
+    if unknown:
+        raise typer.BadParameter(f"no event type {', '.join(unknown)}; types are {', '.join(EVENT_TYPES)}")
+    entries = run(_history(Settings(), claim))
+    if entries is None:
+        console.print(f"[red]no claim {claim!r}[/red]")
+        raise typer.Exit(1)
+    kind = actor_kind.value if actor_kind else None
+    shown, _ = select_entries(entries, types=set(type_ or []), actor_kind=kind, after_seq=after_seq, limit=limit)
+    if as_json:
+        print(json.dumps([_entry_json(e) for e in shown], indent=2, default=str))
+    else:
+        Console().print(history_table(claim, shown))
+
+
+def _claim_id(settings: Settings, key: str) -> str | None:
+    if is_claim_id(key):
+        return key
+    from services.generations import Generations
+    from services.read_api.as_of_pages import claim_of_slug
+
+    with Generations(settings.resolved_database_url()).active()[1].connect() as conn:
+        return claim_of_slug(conn, key)
+
+
+async def _page_json(settings: Settings, key: str, point: AsOf | None) -> bytes | None:
+    from services.generations import Generations
+    from services.read_api.as_of_pages import shaped_page
+
+    claim_id = _claim_id(settings, key)
+    if claim_id is None:
+        return None
+    async with open_log(settings, client_name="claimlog-show", role="reader") as claim_log:
+        doc = await page_json_as_of(claim_log, claim_id, point)
+    if doc is None:
+        return None
+    with Generations(settings.resolved_database_url()).active()[1].connect() as conn:
+        return shaped_page(conn, doc.decode(), point or AsOf())
+
+
+async def _history(settings: Settings, key: str) -> list[Entry] | None:
+    claim_id = _claim_id(settings, key)
+    if claim_id is None:
+        return None
+    async with open_log(settings, client_name="claimlog-history", role="reader") as claim_log:
+        stored = await claim_log.read_claim(claim_id)
+    return claim_history(claim_id, stored)
+
+
+def _entry_json(entry: Entry) -> dict[str, Any]:
+    body = dict(vars(entry))
+    body["actor"] = entry.actor.model_dump(mode="json") if entry.actor else None
+    body["diff"] = [vars(c) for c in entry.diff] if entry.diff is not None else None
+    return body
+
+
+def _who(actor: dict | None) -> str:
+    if not actor:
+        return ""
+    return f"{actor['id']} ({actor['kind']}{', ' + actor['model'] if actor.get('model') else ''})"
+
+
+def render_page(page: dict[str, Any]) -> Group:
+    """A claim page for the terminal: the claim, its status and counts, then its lists."""
+    status = page["status"]
+    head = Text.assemble(
+        (page["statement"], "bold"), "\n\n",
+        f"capability: {page['capability']}", f"   technique: {page['technique']}" if page["technique"] else "", "\n",
+        f"observed on: {page['observed_on']}\n",
+        f"{status['lifecycle']} · {status['standing']} · {status['review_state']}",
+        " · unreviewed model draft (left out of the scorecard)" if status["unreviewed_model_draft"] else "", "\n",
+        (f"drafted by {_who(page['notes']['drafted']['by'])}, as of sequence {page['as_of_seq']} ({page['as_of_time']})", "dim"),
+    )
+    parts: list[Any] = [Panel(head, title=f"{page['claim_id']} · revision {page['revision']}", title_align="left")]
+    sources = Table("source", "relation", "measured", "brought by", title="Sources", title_justify="left")
+    for s in page["sources"]:
+        style = "strike dim" if s["state"] == "withdrawn" else ""
+        sources.add_row(s["source_id"], s["relation"], s["measured"], _who(s["brought"]["by"]), style=style)
+    disagreements = Table("disagreement", "argument", "filed by", "state", title="Disagreements", title_justify="left")
+    for d in page["disagreements"]:
+        disagreements.add_row(d["disagreement_id"], d["argument"], _who(d["filed"]["by"]), d["outcome"] or d["state"])
+    reviews = Table("review", "by", "verdict", "confidence", "revision", title="Reviews", title_justify="left")
+    for r in page["reviews"]:
+        style = "strike dim" if r["state"] == "withdrawn" else ""
+        reviews.add_row(r["review_id"], _who(r["recorded"]["by"]), r["verdict"], r["confidence"], str(r["revision"]), style=style)
+    related = Table("related claim", "statement", title="Related", title_justify="left")
+    for r in page["related"]:
+        related.add_row(r["claim_id"] or "", r["statement"] or "")
+    parts += [t for t in (sources, disagreements, reviews, related) if t.row_count]
+    return Group(*parts)
+
+
+def history_table(claim: str, entries: list[Entry]) -> Table:
+    """The history as a table: one row per event, its changes one per line."""
+    table = Table("seq", "stored", "type", "actor", "rev", "changes", title=f"History of {claim}", title_justify="left")
+    for e in entries:
+        actor = _who(e.actor.model_dump(mode="json")) if e.actor else ""
+        changes = "\n".join(f"{c.field}: {c.before!r} → {c.after!r}" for c in e.diff or [])
+        if e.unreadable:
+            changes = f"[red]unreadable: {e.unreadable}[/red]"
+        stored = e.stored_at.isoformat(timespec="seconds")
+        table.add_row(str(e.seq), stored, e.type, actor, str(e.revision or ""), changes)
+    return table

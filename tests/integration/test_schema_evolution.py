@@ -1,0 +1,114 @@
+"""Schema evolution: v1 events in a real log read as v2 through an upcaster, and the log's bytes never change."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Union
+
+import pytest
+from pydantic import Field, TypeAdapter
+from sqlalchemy import Engine, select
+
+from events import decode, registry
+from events.envelope import Text
+from events.source import SourceAttached
+from projections import claim_page
+from projections.registry import build_projections
+from projections.tables import unreadable_events
+from services.log import ClaimLog
+from services.projector import Projector
+from services.read_api.queries import claim_page as read_page
+from services.timeline.as_of import fold_page
+from tests.builders import BOT, _envelope, attached, drafted
+from tests.conftest import random_claim_id
+
+
+class SourceAttachedV2(SourceAttached):
+    """Version 2: what was measured, and the benchmark it was measured on, apart (version 1 had one sentence)."""
+
+    schema_version: int = Field(default=2, ge=1)
+    measured: Text = Field(description="What was measured, without the benchmark.")
+    benchmark: Text = Field(description="The benchmark it was measured on.")
+
+
+def split_measured(raw: dict) -> dict:
+    """SourceAttached v1 -> v2: "Accuracy on GSM8K" becomes measured "Accuracy", benchmark "GSM8K"."""
+    measured, _, benchmark = raw["measured"].partition(" on ")
+    return {**raw, "measured": measured, "benchmark": benchmark or "not named"}
+
+
+def use_v2(monkeypatch: pytest.MonkeyPatch, upcaster) -> None:
+    """What a release with SourceAttached v2 changes: the model, its version, the upcaster from v1, and the
+    projection's handler for the (new) class."""
+    monkeypatch.setitem(registry.EVENT_TYPES, "SourceAttached", SourceAttachedV2)
+    classes = tuple(registry.EVENT_TYPES.values())
+    monkeypatch.setattr(registry, "_ADAPTER", TypeAdapter(Annotated[Union[classes], Field(discriminator="type")]))  # noqa: UP007
+    monkeypatch.setitem(registry.CURRENT_VERSION, "SourceAttached", 2)
+    monkeypatch.setitem(registry.UPCASTERS, ("SourceAttached", 1), upcaster)
+    monkeypatch.setitem(claim_page.HANDLERS, SourceAttachedV2, claim_page.HANDLERS[SourceAttached])
+
+
+async def write_v1(claim_log: ClaimLog, claim: str) -> int:
+    events = [
+        drafted(claim),
+        attached(claim, "s1", measured="Accuracy on GSM8K"),
+        attached(claim, "s2", relation="supports", measured="Exact match"),
+    ]
+    return (await claim_log.append(claim, events, expected_seq=0, prev_hash=None)).last_seq
+
+
+async def replay(claim_log: ClaimLog, engine: Engine) -> None:
+    projector = Projector(claim_log, engine, build_projections(), name="replay-v2", batch=1000)
+    await projector.run_until(await claim_log.head())
+
+
+async def test_v1_events_replay_as_v2_through_the_upcaster_and_their_stored_bytes_stay(
+    monkeypatch: pytest.MonkeyPatch, claim_log: ClaimLog, engine: Engine
+):
+    claim = random_claim_id()
+    await write_v1(claim_log, claim)
+    stored_v1 = {s.seq: s.data for s in await claim_log.read_claim(claim)}
+    assert [json.loads(data)["schema_version"] for data in stored_v1.values()] == [1, 1, 1]
+
+    use_v2(monkeypatch, split_measured)
+    head = await claim_log.claim_head(claim)
+    fields = {"source_id": "s3", "relation": "contradicts", "measured": "F1", "benchmark": "SQuAD"}
+    v2_event = SourceAttachedV2(**_envelope(claim, BOT, fields))
+    await claim_log.append(claim, [v2_event], expected_seq=head.seq, prev_hash=head.hash)
+    await replay(claim_log, engine)
+
+    with engine.connect() as conn:
+        page = read_page(conn, claim)
+        assert conn.execute(select(unreadable_events)).all() == []
+    sources = {s.source_id: s for s in page.sources}
+    assert (sources["s1"].measured, sources["s2"].measured, sources["s3"].measured) == ("Accuracy", "Exact match", "F1")
+    stored = await claim_log.read_claim(claim)
+    upcast = decode(stored[1].data)
+    assert isinstance(upcast, SourceAttachedV2) and upcast.schema_version == 2 and upcast.benchmark == "GSM8K"
+    assert decode(stored[2].data).benchmark == "not named"
+    # Never rewritten: the v1 events are the same bytes, and the v2 event went in as version 2.
+    assert {s.seq: s.data for s in stored[:3]} == stored_v1
+    assert json.loads(stored[1].data)["measured"] == "Accuracy on GSM8K"
+    assert json.loads(stored[3].data) | {"schema_version": 2, "benchmark": "SQuAD"} == json.loads(stored[3].data)
+    assert decode(stored[3].data).model_dump(exclude={"prev_hash"}) == v2_event.model_dump(exclude={"prev_hash"})
+    # The past read from the log folds the same upcast values.
+    assert [s.measured for s in fold_page(claim, stored).sources] == ["Accuracy", "Exact match", "F1"]
+
+
+async def test_an_event_its_upcaster_cannot_read_is_recorded_unreadable_and_the_replay_goes_on(
+    monkeypatch: pytest.MonkeyPatch, claim_log: ClaimLog, engine: Engine
+):
+    claim = random_claim_id()
+    last = await write_v1(claim_log, claim)
+
+    def strict(raw: dict) -> dict:
+        measured, benchmark = raw["measured"].split(" on ")  # "Exact match" names no benchmark: ValueError
+        return {**raw, "measured": measured, "benchmark": benchmark}
+
+    use_v2(monkeypatch, strict)
+    await replay(claim_log, engine)
+    with engine.connect() as conn:
+        page = read_page(conn, claim)
+        [(seq, reason)] = conn.execute(select(unreadable_events.c.seq, unreadable_events.c.reason)).all()
+    assert [s.source_id for s in page.sources] == ["s1"] and page.as_of_seq == last - 1
+    assert seq == last and "SourceAttached schema_version 1 could not be upcast: ValueError" in reason
