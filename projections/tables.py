@@ -52,7 +52,7 @@ claim_pages = Table(
     Column("slug", String(200), nullable=False, index=True),
     Column("statement", Text, nullable=False),
     Column("statement_key", String(32), nullable=False, index=True),
-    Column("capability", String(500), nullable=False, index=True),
+    Column("capability", String(500), nullable=False),
     Column("technique", String(500), nullable=True, index=True),
     Column("lifecycle", String(12), nullable=False),
     Column("review_state", String(24), nullable=False),
@@ -76,6 +76,8 @@ claim_pages = Table(
     Column("last_seq", BigInteger, nullable=False, index=True),
     Column("doc", Text, nullable=False),
     Index("ix_claim_pages_scorecard", "capability", "counts_toward_scorecard", "standing"),
+    # A capability's listing in id order (the default sort) reads its first page off this index.
+    Index("ix_claim_pages_capability_id", "capability", "claim_id"),
     # The listing's sort orders, each ending in claim_id so that keyset pages are stable.
     Index("ix_claim_pages_recent", "last_seq", "claim_id"),
     Index("ix_claim_pages_contested", "contention", "claim_id"),
