@@ -25,7 +25,7 @@ MAX_KEPT = 1000
 class Finding:
     """One thing wrong, with where it is: sequence, subject and claim, or the table."""
 
-    kind: str  # gap, unreadable, subject, chain, table, read_models
+    kind: str  # gap, unreadable, subject, chain, time, table, read_models
     message: str
     seq: int | None = None
     subject: str | None = None
@@ -69,6 +69,7 @@ class LogCheck:
         self._report = report
         self._next_seq = 1
         self._last_hash: dict[str, bytes] = {}
+        self._last_time = None  # the previous event's store time: they never go backwards
 
     def check(self, stored: StoredEvent) -> None:
         """Check one stored event (in log order)."""
@@ -79,6 +80,16 @@ class LogCheck:
         claim_id, _, event_type = rest.partition(".")
         previous = self._last_hash.get(claim_id)
         self._last_hash[claim_id] = hashlib.sha256(stored.data).digest()
+        if self._last_time is not None and stored.stored_at < self._last_time:
+            # Only a restored event carries its own store time (Claimlog-Stored-At, set by `claimlog
+            # import` from the exported log, where times only grow): an earlier one was set by a client.
+            self._report.add(Finding(
+                "time",
+                f"stored at {stored.stored_at.isoformat()}, before the event preceding it ({self._last_time.isoformat()}): "
+                "a store time set by a client",
+                seq, subject, claim_id,
+            ))
+        self._last_time = max(self._last_time or stored.stored_at, stored.stored_at)
         try:
             event = decode(stored.data)
         except UnknownEventError as error:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nats
 from sqlalchemy import Engine, text
 
 from events.subjects import event_subject
 from services.log import ClaimLog
+from services.log.reader import RESTORED_TIME
 from tests.builders import attached
 from tests.integration.audit_log import forged, project, publish_raw, verify_json, write_claims
 
@@ -80,3 +82,24 @@ async def test_unreadable_events_and_a_subject_that_lies_are_named_with_sequence
     assert ("subject", elsewhere, event_subject(claims[0], "SourceAttached")) in found
     unreadable = next(f for f in report["findings"] if f["kind"] == "unreadable")
     assert "not JSON" in unreadable["message"] and unreadable["claim_id"] == claims[0]
+
+
+async def test_an_event_backdated_with_a_store_time_header_is_named(nats_url: str, claim_log: ClaimLog, tmp_path: Path):
+    claims = await write_claims(claim_log, count=2)
+    head = await claim_log.claim_head(claims[0])
+    nc = await nats.connect(nats_url)
+    try:  # a writer setting the header only `claimlog import` sets, to make an event look older
+        backdated = (
+            await nc.jetstream().publish(
+                event_subject(claims[0], "SourceAttached"),
+                forged(attached(claims[0], "s9"), head.hash),
+                headers={RESTORED_TIME: "2020-01-01T00:00:00Z"},
+            )
+        ).seq
+    finally:
+        await nc.close()
+
+    code, report = verify_json("--skip-tables", nats_url=nats_url, cwd=tmp_path)
+
+    assert code == 1
+    assert [(f["kind"], f["seq"], f["claim_id"]) for f in report["findings"]] == [("time", backdated, claims[0])]
