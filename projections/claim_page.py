@@ -8,6 +8,7 @@ and at the end of ``fold``), so a count can never disagree with what it summariz
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
@@ -90,13 +91,13 @@ def _superseded(page: ClaimPage, event: ClaimSuperseded, stamp: Stamp) -> None:
 
 
 def _source_attached(page: ClaimPage, event: SourceAttached, stamp: Stamp) -> None:
-    if _find(page.sources, "source_id", event.source_id) is None:
+    if _find(page, page.sources, "source_id", event.source_id) is None:
         fields = _fields(event, "source_id", "relation", "citation", "measured", "breadth", "truncated")
         page.sources.append(SourceView(**fields, brought=stamp, corrections=[]))
 
 
 def _source_corrected(page: ClaimPage, event: SourceCorrected, stamp: Stamp) -> None:
-    source = _find(page.sources, "source_id", event.source_id)
+    source = _find(page, page.sources, "source_id", event.source_id)
     if source is None:
         return
     changed = event.model_dump(include={"relation", "citation", "measured", "breadth"}, exclude_none=True)
@@ -106,26 +107,26 @@ def _source_corrected(page: ClaimPage, event: SourceCorrected, stamp: Stamp) -> 
 
 
 def _source_withdrawn(page: ClaimPage, event: SourceWithdrawn, stamp: Stamp) -> None:
-    source = _find(page.sources, "source_id", event.source_id)
+    source = _find(page, page.sources, "source_id", event.source_id)
     if source is not None and source.state == "active":
         source.state = "withdrawn"
         source.withdrawn = Withdrawal(stamp=stamp, reason=event.reason)
 
 
 def _disagreement_filed(page: ClaimPage, event: DisagreementFiled, stamp: Stamp) -> None:
-    if _find(page.disagreements, "disagreement_id", event.disagreement_id) is None:
+    if _find(page, page.disagreements, "disagreement_id", event.disagreement_id) is None:
         fields = _fields(event, "disagreement_id", "argument", "source_id", "evidence")
         page.disagreements.append(DisagreementView(**fields, filed=stamp, answers=[]))
 
 
 def _disagreement_answered(page: ClaimPage, event: DisagreementAnswered, stamp: Stamp) -> None:
-    disagreement = _find(page.disagreements, "disagreement_id", event.disagreement_id)
+    disagreement = _find(page, page.disagreements, "disagreement_id", event.disagreement_id)
     if disagreement is not None:
         disagreement.answers.append(Answer(stamp=stamp, answer=event.answer))
 
 
 def _disagreement_resolved(page: ClaimPage, event: DisagreementResolved, stamp: Stamp) -> None:
-    disagreement = _find(page.disagreements, "disagreement_id", event.disagreement_id)
+    disagreement = _find(page, page.disagreements, "disagreement_id", event.disagreement_id)
     if disagreement is not None and disagreement.state == "open":
         disagreement.state = "resolved"
         disagreement.outcome = event.outcome
@@ -134,13 +135,13 @@ def _disagreement_resolved(page: ClaimPage, event: DisagreementResolved, stamp: 
 
 
 def _review_recorded(page: ClaimPage, event: ReviewRecorded, stamp: Stamp) -> None:
-    if _find(page.reviews, "review_id", event.review_id) is None:
+    if _find(page, page.reviews, "review_id", event.review_id) is None:
         fields = _fields(event, "review_id", "reviewer_kind", "verdict", "confidence", "revision", "summary")
         page.reviews.append(ReviewView(**fields, recorded=stamp))
 
 
 def _review_withdrawn(page: ClaimPage, event: ReviewWithdrawn, stamp: Stamp) -> None:
-    review = _find(page.reviews, "review_id", event.review_id)
+    review = _find(page, page.reviews, "review_id", event.review_id)
     if review is not None and review.state == "active":
         review.state = "withdrawn"
         review.withdrawn = Withdrawal(stamp=stamp, reason=event.reason)
@@ -162,8 +163,34 @@ def _fields(event: Event, *names: str) -> dict:
     return {name: getattr(event, name) for name in names}
 
 
-def _find(items: list, attribute: str, value: str):
-    return next((item for item in items if getattr(item, attribute) == value), None)
+# Per page, per id attribute: how many items of its list are indexed, and the index. Lists of sources,
+# disagreements and reviews only grow (a withdrawn one stays), so the index extends itself with the
+# tail it has not seen. Without it, a claim with 1,000 events took 20 ms to fold, scanning its lists.
+# Keyed by id(page) with a weak reference (pages are unhashable dataclasses), dropped with the page.
+_INDEXES: dict[int, tuple[weakref.ref, dict[str, tuple[int, dict]]]] = {}
+
+
+def _indexes(page: ClaimPage) -> dict[str, tuple[int, dict]]:
+    key = id(page)
+    found = _INDEXES.get(key)
+    if found is not None and found[0]() is page:
+        return found[1]
+    indexes: dict[str, tuple[int, dict]] = {}
+    _INDEXES[key] = (weakref.ref(page, lambda _ref, key=key: _INDEXES.pop(key, None)), indexes)
+    return indexes
+
+
+def _find(page: ClaimPage, items: list, attribute: str, value: str):
+    """The first item of ``items`` whose ``attribute`` is ``value`` (None if there is none)."""
+    indexes = _indexes(page)
+    known, index = indexes.get(attribute, (0, {}))
+    if known > len(items):
+        known, index = 0, {}
+    if known < len(items):
+        for item in items[known:]:
+            index.setdefault(getattr(item, attribute), item)
+        indexes[attribute] = (len(items), index)
+    return index.get(value)
 
 
 def derive(page: ClaimPage) -> ClaimPage:

@@ -151,7 +151,7 @@ class Notes:
     falsifier_now: str | None = None
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, weakref_slot=True)  # weakref: the fold's id indexes (claim_page._find)
 class ClaimPage:
     """One claim's page, as of the log sequence ``as_of_seq``."""
 
