@@ -20,6 +20,7 @@ from services.generations import Generations
 from services.log import ClaimLog, Delivery, DurableConsumer, LogError
 
 log = logging.getLogger(__name__)
+BACKLOG_LINGER = 0.02  # seconds a batch may wait to fill while the projector is behind the log
 FOLLOW_EVERY = 1.0  # seconds between looks at which read-model generation is active
 # Failures that pass: the database or NATS is restarting. Anything else stops the projector.
 TRANSIENT = (OperationalError, nats.errors.Error, nats.js.errors.Error, LogError, TimeoutError)
@@ -116,9 +117,14 @@ class Projector:
         await consumer.start(checkpoint)
         loop = asyncio.get_running_loop()
         checked = loop.time()
+        deliveries: list[Delivery] = []
         try:
             while not stop.is_set():
-                deliveries = await consumer.next_batch(timeout=0.25, linger=self._linger)
+                # Behind the log (the last batch was big), let a batch fill for a moment: one commit
+                # then carries many events. Keeping up (small batches), hand each event over at once.
+                behind = len(deliveries) >= self._batch // 4 if deliveries else False
+                linger = self._linger or (BACKLOG_LINGER if behind else 0.0)
+                deliveries = await consumer.next_batch(timeout=0.25, linger=linger)
                 if deliveries:
                     await self._apply(consumer, deliveries)
                 if self._generations is not None and loop.time() - checked > FOLLOW_EVERY:
