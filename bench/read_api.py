@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
-from sqlalchemy import Engine, insert, select  # noqa: E402
+from sqlalchemy import Engine, func, insert, select  # noqa: E402
 
 from bench.common import KeepAlive, arguments, percentile, progress  # noqa: E402
 from bench.latency import paced, start, wait_healthy  # noqa: E402
@@ -94,9 +94,18 @@ async def main(args) -> None:
     database = args.database or f"sqlite:///{workdir / 'claimlog.sqlite3'}"
     engine = make_engine(database)
     upgrade(engine)
-    started = time.perf_counter()
-    events = load(engine, args.claims, args.per_claim)
-    console.print(f"folded {events:,} events of {args.claims:,} claims in {time.perf_counter() - started:.0f} s")
+    with engine.connect() as conn:
+        present = conn.execute(select(func.count()).select_from(claim_pages)).scalar()
+    if present == args.claims and args.database:
+        console.print(f"the database already holds {present:,} claims: measuring them (drop it to fold again)")
+        events = args.claims * args.per_claim
+    else:
+        started = time.perf_counter()
+        events = load(engine, args.claims, args.per_claim)
+        console.print(f"folded {events:,} events of {args.claims:,} claims in {time.perf_counter() - started:.0f} s")
+    # A loaded database as it runs in production: statistics gathered, pages visible without heap checks.
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql("VACUUM ANALYZE" if engine.dialect.name == "postgresql" else "ANALYZE")
     server = EmbeddedNats(workdir / "nats")
     url = server.start()
     nc = await connect(url)
@@ -117,6 +126,7 @@ async def main(args) -> None:
         await wait_healthy(f"http://127.0.0.1:{args.port}")
         getter = KeepAlive(args.port)
         await getter.open()
+        await measure_kind(getter, kinds["claim page"][0], args.rate, 3)  # warm-up: connections, caches, code paths
         for name, (paths, rate) in kinds.items():
             results[name] = (rate, *await measure_kind(getter, paths, rate, args.seconds))
     finally:

@@ -17,6 +17,7 @@ from services.read_api.as_of import AsOfSeq, AsOfTime, as_of_point, scorecard_ro
 from services.read_api.consistency import visible_after
 from services.read_api.deps import DB
 from services.read_api.errors import ErrorBody, not_found
+from services.read_api.reads import read
 from services.timeline.as_of import AsOf
 
 router = APIRouter(tags=["counts and scorecard"], dependencies=[Depends(visible_after)])
@@ -72,9 +73,8 @@ class Scorecard(BaseModel):
 @router.get("/claims/{claim_key}/counts", response_model=Counts, responses={404: {"model": ErrorBody}})
 async def claim_counts(claim_key: str, db: DB) -> Counts:
     """A claim's counts (by id or slug), from the same row, written in the same statement, as its page."""
-    # One indexed read, on the event loop like the claim page: a hop to the thread pool costs more.
-    with db.connect() as conn:
-        found = queries.claim_counts(conn, [claim_key])
+    # One indexed read, run where it costs the loop least, like the claim page (reads.py).
+    found = await read(db, queries.claim_counts, [claim_key])
     if not found:
         raise not_found("claim", claim_key)
     return Counts(**next(iter(found.values())))

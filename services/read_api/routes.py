@@ -15,6 +15,7 @@ from services.read_api.consistency import visible_after
 from services.read_api.deps import DB
 from services.read_api.errors import ErrorBody, not_found
 from services.read_api.listing import ListingQuery, Sort, read_listing
+from services.read_api.reads import read
 
 router = APIRouter()
 # Reads that take ``?after=SEQ`` / ``Claimlog-After``: answered once the projections have applied SEQ.
@@ -69,10 +70,8 @@ async def get_claim(
     for ``If-Match`` on commands. With ``as_of_seq`` or ``as_of``: the page as it stood then, folded from the log."""
     if (point := as_of_point(as_of_seq, as_of)) is not None:
         return await claim_page_as_of(request, db, claim_key, point)
-    # One indexed read (well under a millisecond) runs on the event loop: a hop to the thread pool
-    # costs more than the query and, on two cores, doubles the page's latency under load.
-    with db.connect() as conn:
-        found = queries.claim_page_json(conn, claim_key)
+    # One indexed read: on the event loop with SQLite, in a worker thread with PostgreSQL (reads.py).
+    found = await read(db, queries.claim_page_json, claim_key)
     if found is None:
         raise not_found("claim", claim_key)
     page, version = found
