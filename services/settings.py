@@ -33,6 +33,19 @@ class Settings(BaseSettings):
     )
     projector_name: str = Field(default="projector", pattern=r"^[A-Za-z0-9_-]+$")
     projector_batch: int = Field(default=1000, ge=1, le=10_000)
+    max_body_bytes: int = Field(
+        default=1_048_576, ge=1024, description="Request bodies over this many bytes are refused with 413, unread."
+    )
+    max_json_depth: int = Field(
+        default=32, ge=2, le=1000, description="JSON bodies nested deeper than this are refused with 422, unparsed."
+    )
+    rate_limit_per_minute: float = Field(
+        default=6000.0, ge=0, description="Writes each actor may make a minute, per API process; 0 turns the limit off."
+    )
+    rate_limit_burst: int = Field(default=1000, ge=1, description="Writes an actor may make at once before the rate applies.")
+    ready_max_lag_events: int = Field(
+        default=1000, ge=0, description="/health/ready answers 503 when a projection is more events than this behind the log."
+    )
 
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to SQLite in the data directory."""

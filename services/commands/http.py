@@ -19,6 +19,7 @@ from events import Actor
 from services.actors import ActorStore, ActorsUnavailable
 from services.commands.decide import Rejected
 from services.commands.models import COMMAND_TYPES, AnyCommand, Command
+from services.commands.rate_limit import RateLimiter
 from services.commands.service import CommandService, Outcome
 from services.log import LogError
 
@@ -52,7 +53,7 @@ class CommandError(BaseModel):
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": CommandError} for status in (401, 403, 404, 409, 422, 503)
+    status: {"model": CommandError} for status in (401, 403, 404, 409, 413, 422, 429, 503)
 }
 
 
@@ -73,6 +74,19 @@ async def current_actor(request: Request, authorization: Annotated[str | None, H
     actor = await store.authenticate(authorization[7:].strip())
     if actor is None:
         raise unauthorized("the bearer token is unknown or revoked")
+    return actor
+
+
+async def allowed_actor(request: Request, actor: Annotated[Actor, Depends(current_actor)]) -> Actor:
+    """The authenticated actor, if it has writes left (``services/commands/rate_limit.py``); 429 if not."""
+    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    throttled = limiter.take(actor.id) if limiter is not None else None
+    if throttled is not None:
+        raise HTTPException(
+            429,
+            detail={"error": "rate_limited", "message": throttled.message},
+            headers={"Retry-After": str(throttled.retry_after)},
+        )
     return actor
 
 
@@ -124,7 +138,7 @@ IdempotencyKey = Annotated[
     ),
 ]
 IfMatch = Annotated[str | None, Header(description='The claim version the write is based on, e.g. "42" (the page\'s ETag).')]
-Authenticated = Annotated[Actor, Depends(current_actor)]
+Authenticated = Annotated[Actor, Depends(allowed_actor)]
 
 
 def _typed_route(name: str, model: type[Command]) -> None:

@@ -19,6 +19,7 @@ from services.read_api.aggregates import router as aggregates_router
 from services.read_api.contract import router as contract_router
 from services.read_api.contributors import router as contributors_router
 from services.read_api.feed import router as feed_router
+from services.read_api.guards import Guards, install_guards
 from services.read_api.history import router as history_router
 from services.read_api.pages import router as pages_router
 from services.read_api.registry_text import router as text_router
@@ -27,11 +28,19 @@ from services.read_api.routes import router
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
 
-def create_app(engine: Engine, *, commands: bool = False, lifespan: Lifespan | None = None, read_wait: float = 5.0) -> FastAPI:
+def create_app(
+    engine: Engine,
+    *,
+    commands: bool = False,
+    lifespan: Lifespan | None = None,
+    read_wait: float = 5.0,
+    guards: Guards | None = None,
+) -> FastAPI:
     """The API over the read models behind ``engine``; with ``commands``, also the command routes.
 
     The command routes need a writer on the log: ``attach_log`` gives them one, typically from
-    ``lifespan`` once the process has connected to NATS.
+    ``lifespan`` once the process has connected to NATS. ``guards`` are its limits (body size, JSON depth,
+    writes per actor, readiness lag), the settings' defaults when not given.
     """
     app = FastAPI(
         title="claimlog API",
@@ -54,6 +63,7 @@ def create_app(engine: Engine, *, commands: bool = False, lifespan: Lifespan | N
         app.include_router(command_router)
         app.state.commands = None
         app.state.actor_store = _not_ready
+    install_guards(app, guards or Guards(), commands=commands)
     app.add_exception_handler(HTTPException, _error_body)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     return app

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 
 from services.generations import Generations
 from services.read_api.app import attach_log, create_app
+from services.read_api.guards import Guards
 from services.runtime import open_log
 from services.settings import Settings
 
@@ -38,7 +39,13 @@ def build_app(settings: Settings, generations: Generations, *, commands: bool = 
                 await follower
 
     number, engine = generations.active()
-    app = create_app(engine, commands=commands, lifespan=lifespan, read_wait=settings.read_wait_seconds)
+    app = create_app(
+        engine,
+        commands=commands,
+        lifespan=lifespan,
+        read_wait=settings.read_wait_seconds,
+        guards=Guards.from_settings(settings),
+    )
     app.state.generation = number
     return app
 

@@ -1,0 +1,48 @@
+"""Liveness and readiness: whether the process answers, and whether its answers are current enough to serve."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from services.read_api import lag
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/health/live")
+async def live() -> JSONResponse:
+    """The process answers. Touches neither the database nor the log: restart the process only when this fails."""
+    return JSONResponse({"status": "live"})
+
+
+@router.get("/health/ready")
+async def ready(request: Request) -> JSONResponse:
+    """200 when the read models can be read and every projection is within the configured lag of the head
+    of the log; 503 otherwise, with each projection's position and what is wrong."""
+    app = request.app
+    max_lag: int = app.state.guards.ready_max_lag_events
+    try:
+        with app.state.engine.connect() as conn:
+            positions = lag.positions(conn, app.state.projection_names)
+    except Exception as error:  # noqa: BLE001 - readiness reports any failure as not ready
+        problem = f"the read models cannot be read ({type(error).__name__})"
+        return JSONResponse({"status": "not_ready", "database": "unavailable", "problems": [problem]}, status_code=503)
+    head = await lag.log_head(app)
+    body: dict = {"status": "ready", "database": "ok", "head": head.seq, "max_lag_events": max_lag}
+    problems: list[str] = []
+    if head.seq is None:
+        body["lag_checked"] = False
+        body["head_unknown"] = head.unknown
+        if getattr(app.state, "claim_log", None) is not None:
+            problems.append(head.unknown or "the head of the log is unknown")
+    body["projections"] = {
+        name: {"last_seq": seq, "lag_events": None if head.seq is None else max(0, head.seq - seq)}
+        for name, seq in positions.items()
+    }
+    for name, position in body["projections"].items():
+        if position["lag_events"] is not None and position["lag_events"] > max_lag:
+            problems.append(f"projection {name!r} is {position['lag_events']} events behind the log (limit {max_lag})")
+    if problems:
+        return JSONResponse(body | {"status": "not_ready", "problems": problems}, status_code=503)
+    return JSONResponse(body)

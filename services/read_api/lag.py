@@ -1,0 +1,69 @@
+"""How far each projection is behind the head of the log: what readiness and the metrics look at."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from fastapi import FastAPI
+from sqlalchemy import Connection, func, inspect, select, table
+
+from projections.tables import checkpoints, unreadable_events
+from services.log import ClaimLog
+
+HEAD_TIMEOUT = 2.0  # seconds a health check or a scrape waits for the log
+
+
+@dataclass(frozen=True)
+class Head:
+    """The last sequence in the log, or None with the reason it is not known."""
+
+    seq: int | None
+    unknown: str | None = None
+
+
+def positions(conn: Connection, names: list[str]) -> dict[str, int]:
+    """Each projection's last applied sequence; 0 for one that has no checkpoint yet."""
+    found = dict(conn.execute(select(checkpoints.c.name, checkpoints.c.last_seq)).all())
+    return {name: found.get(name, 0) for name in names} | found
+
+
+def unreadable_count(conn: Connection) -> int:
+    """How many events in the log the projections could not read."""
+    return conn.execute(select(func.count()).select_from(unreadable_events)).scalar_one()
+
+
+def parked_count(conn: Connection) -> int:
+    """How many events wait in ``parked_events`` (0 where the read models have no such table)."""
+    if not inspect(conn).has_table("parked_events"):
+        return 0
+    return conn.execute(select(func.count()).select_from(table("parked_events"))).scalar_one()
+
+
+async def log_head(app: FastAPI) -> Head:
+    """The head of the log through the app's connection, if it has one."""
+    claim_log: ClaimLog | None = getattr(app.state, "claim_log", None)
+    if claim_log is None:
+        return Head(None, "the API has no connection to the log, so the head of the log is unknown")
+    try:
+        return Head(await asyncio.wait_for(claim_log.head(), HEAD_TIMEOUT))
+    except Exception as error:  # noqa: BLE001 - an unreachable log is reported, not raised
+        return Head(None, f"reading the head of the log failed ({type(error).__name__})")
+
+
+async def waiting_since(app: FastAPI, after_seq: int) -> datetime | None:
+    """When the first event after ``after_seq`` (the oldest one a projection has not applied) was stored."""
+    claim_log: ClaimLog | None = getattr(app.state, "claim_log", None)
+    if claim_log is None:
+        return None
+    try:
+        events = await asyncio.wait_for(claim_log.read_log(after_seq=after_seq, limit=1), HEAD_TIMEOUT)
+    except Exception:  # noqa: BLE001 - the lag in seconds is then left out
+        return None
+    return events[0].stored_at if events else None
+
+
+def seconds_since(moment: datetime) -> float:
+    """Seconds from ``moment`` to now (never negative: clocks of two machines may disagree)."""
+    return max(0.0, (datetime.now(UTC) - moment).total_seconds())
