@@ -109,6 +109,23 @@ unreadable_events = Table(
 )
 
 
+# Events a projection raised on (a poison event), and every later event of that claim, held back in
+# log order until `claimlog parked retry` applies them (services/projector/parking.py). The table owns
+# them: the checkpoint moves past them. Parking is decided by the log alone, so a replay parks the same
+# events with the same reasons; only when it happened differs, and table checksums leave that out.
+parked_events = Table(
+    "parked_events",
+    metadata,
+    Column("seq", BigInteger, primary_key=True),
+    Column("claim_id", String(20), nullable=False),
+    Column("subject", String(300), nullable=False),
+    Column("event_type", String(40), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("parked_at", DateTime(timezone=True), nullable=False, info={"checksum": False}),
+    Index("ix_parked_events_claim_id_seq", "claim_id", "seq"),
+)
+
+
 def alembic_filters(dialect_name: str) -> dict[str, Any]:
     """Options for Alembic's comparison of these tables with a database: leave alone the full-text search
     objects SQLAlchemy cannot declare (SQLite's FTS5 tables, PostgreSQL's tsvector column and its index)."""

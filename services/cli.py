@@ -13,6 +13,7 @@ from rich.logging import RichHandler
 
 from services.actors_cli import actors_app
 from services.audit_io_cli import register as register_audit
+from services.parked_cli import parked_app
 from services.replay_cli import replay
 from services.runtime import run
 from services.settings import Settings
@@ -24,6 +25,7 @@ schema_app = typer.Typer(help="The published event contract.", no_args_is_help=T
 app.add_typer(db_app, name="db")
 app.add_typer(schema_app, name="schema")
 app.add_typer(actors_app, name="actors")
+app.add_typer(parked_app, name="parked")
 register_audit(app)  # verify, export, import
 app.command()(replay)
 register_timeline(app)  # show, history

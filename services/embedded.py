@@ -92,7 +92,8 @@ class EmbeddedNats:
                 f'server_name: "claimlog-embedded"\n'
                 f"ports_file_dir: {json.dumps(str(self.data_dir))}\n"
                 f"jetstream {{\n  store_dir: {json.dumps(str(self.data_dir / 'jetstream'))}\n"
-                f"  sync_interval: {self.sync}\n}}\n"
+                # Quoted: unquoted, nats-server reads `2m` as the number 2,000,000 (seconds), not two minutes.
+                f"  sync_interval: {json.dumps(self.sync)}\n}}\n"
                 + authorization_config(self.stream, passwords)
             )
         return config

@@ -21,10 +21,10 @@ from sqlalchemy import Connection, Engine, select
 
 from projections.checksum import table_checksums
 from projections.registry import build_projections
-from projections.tables import checkpoints, claim_pages
+from projections.tables import CONTROL_TABLES, checkpoints, claim_pages, metadata
 from services.generations import Generations
 from services.log import ClaimLog, connect
-from services.projector.runner import Projector
+from services.projector.runner import CannotIsolateError, Projector
 from services.runtime import nats_server, ready, stream_spec
 from services.settings import Settings
 
@@ -200,7 +200,24 @@ async def _fold_partition(nats_url: str, spec, place, part: int, parts: int, hea
         sqlalchemy.event.listen(engine, "connect", _scratch_pragmas)
     nc = await connect(nats_url, name=f"claimlog-replay-p{part}", events_only=True)
     claim_log = ClaimLog(nc, spec)
-    projections = build_projections(write_behind=True)
+    try:
+        try:
+            await _fold_share(claim_log, engine, part, parts, head, name, counter, write_behind=True)
+        except CannotIsolateError as error:
+            # A poison event in this share: write-behind cannot roll back what it holds, so fold the
+            # share again writing through, where the projector parks the claim as the live one does.
+            log.warning("replay worker %s: %s; folding its share again without write-behind", part, error.__cause__)
+            _clear(engine)
+            await claim_log.forget_consumer(name)
+            await _fold_share(claim_log, engine, part, parts, head, name, counter, write_behind=False)
+    finally:
+        await claim_log.forget_consumer(name)
+        await nc.close()
+        engine.dispose()
+
+
+async def _fold_share(claim_log: ClaimLog, engine: Engine, part: int, parts: int, head: int, name: str, counter, *, write_behind: bool) -> None:
+    projections = build_projections(write_behind=write_behind)
     projector = Projector(
         claim_log, engine, projections, name=name, batch=REPLAY_BATCH, linger=0.1, partition=(part, parts), stop_at=head
     )
@@ -221,9 +238,14 @@ async def _fold_partition(nats_url: str, spec, place, part: int, parts: int, hea
         counter.value = projector.checkpoint
     finally:
         reporter.cancel()
-        await claim_log.forget_consumer(name)
-        await nc.close()
-        engine.dispose()
+
+
+def _clear(engine: Engine) -> None:
+    """Empty a worker's place (every read-model table and its checkpoints) to fold its share again."""
+    with engine.begin() as conn:
+        for table in reversed(metadata.sorted_tables):
+            if table.name not in CONTROL_TABLES:
+                conn.execute(table.delete())
 
 
 def _scratch_pragmas(dbapi_connection, _record) -> None:

@@ -12,6 +12,7 @@ import nats.errors
 
 from services.embedded import EmbeddedNats, running_url
 from services.log import ClaimLog, LogConfigError, StreamSpec, connect
+from services.log.durability import warn_if_server_not_synced
 from services.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,8 @@ T = TypeVar("T")
 
 def stream_spec(settings: Settings) -> StreamSpec:
     """The stream claimlog runs on, from settings."""
-    return StreamSpec(settings.stream, settings.stream_replicas, settings.duplicate_window_seconds)
+    server_sync = None if settings.nats_url else settings.nats_sync  # the embedded server's, which claimlog configures
+    return StreamSpec(settings.stream, settings.stream_replicas, settings.duplicate_window_seconds, server_sync)
 
 
 @asynccontextmanager
@@ -70,8 +72,9 @@ async def ready(claim_log: ClaimLog) -> None:
 
 async def ensure_log(settings: Settings) -> None:
     """Create or verify the stream as admin (``claimlog up``, and the deploy's one-shot ``stream`` service)."""
-    async with open_log(settings, client_name="claimlog-stream", role="admin"):
-        pass
+    async with open_log(settings, client_name="claimlog-stream", role="admin") as claim_log:
+        if settings.nats_url:  # a server claimlog did not configure: ask it (as admin, once) whether it syncs
+            await warn_if_server_not_synced(claim_log.nc)
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:

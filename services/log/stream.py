@@ -10,6 +10,7 @@ from nats.js.api import RetentionPolicy, StorageType, StreamConfig, StreamInfo
 from nats.js.errors import NotFoundError
 
 from events.subjects import ALL_EVENTS
+from services.log.durability import warn_if_not_durable
 from services.log.errors import LogConfigError
 
 log = logging.getLogger(__name__)
@@ -22,6 +23,8 @@ class StreamSpec:
     name: str
     replicas: int = 1
     duplicate_window: float = 300.0
+    # The server's JetStream sync_interval when claimlog configured the server itself (embedded), else None.
+    server_sync: str | None = None
 
     def config(self) -> StreamConfig:
         """The stream configuration claimlog creates."""
@@ -46,13 +49,16 @@ class StreamSpec:
 
 
 async def ensure_stream(nc: Client, spec: StreamSpec) -> StreamInfo:
-    """Create the stream if it is missing; refuse, with the reason, one that lets events be removed."""
+    """Create the stream if it is missing; refuse, with the reason, one that lets events be removed; warn
+    loudly about one that a crash could take acknowledged events from (not replicated, or not synced)."""
     js = nc.jetstream()
     try:
         info = await js.stream_info(spec.name)
     except NotFoundError:
         log.info("creating stream %s", spec.name)
-        return await js.add_stream(spec.config())
+        info = await js.add_stream(spec.config())
+        warn_if_not_durable(nc, info, sync=spec.server_sync)
+        return info
     problems = alteration_risks(info.config)
     if problems:
         raise LogConfigError(
@@ -60,6 +66,7 @@ async def ensure_stream(nc: Client, spec: StreamSpec) -> StreamInfo:
             "claimlog refuses to run on it: the log is its only source of truth. "
             "Fix the stream's configuration (or point CLAIMLOG_STREAM at another stream) and start again."
         )
+    warn_if_not_durable(nc, info, sync=spec.server_sync)
     return await _enable_what_appends_need(nc, info, spec)
 
 

@@ -18,6 +18,7 @@ from projections.base import Projection, Record
 from projections.tables import checkpoints, unreadable_events
 from services.generations import Generations
 from services.log import ClaimLog, Delivery, DurableConsumer, LogError
+from services.projector.parking import SYSTEMIC, Parking, isolate, lock_checkpoints, write_parked
 
 log = logging.getLogger(__name__)
 BACKLOG_LINGER = 0.02  # seconds a batch may wait to fill while the projector is behind the log
@@ -36,6 +37,15 @@ ADVANCE = (
 
 class FencingError(RuntimeError):
     """Another projector moved the checkpoint: this one must stop writing."""
+
+
+class CannotIsolateError(RuntimeError):
+    """A batch failed in a fold that cannot roll back what it holds in memory (a rebuild's write-behind
+    worker), so the failing claim cannot be found and parked here: fold again without write-behind."""
+
+
+# Failures that are no poison event: everything but these, raised by a projection, parks a claim.
+NEVER_PARK = (*TRANSIENT, *SYSTEMIC, FencingError, CannotIsolateError)
 
 
 class Projector:
@@ -70,6 +80,7 @@ class Projector:
         if generations is not None:
             self._engine = generations.engine(self.generation)
         self.checkpoint = 0  # the last sequence committed, as the database has it
+        self._parking = Parking()
 
     def load_checkpoint(self) -> int:
         """The last sequence every projection has applied, registering new projections at 0."""
@@ -79,6 +90,7 @@ class Projector:
                 if projection.name not in known:
                     conn.execute(insert(checkpoints).values(name=projection.name, version=projection.version, last_seq=0))
                     known[projection.name] = 0
+            self._parking.load(conn)
         positions = {known[p.name] for p in self._projections}
         if len(positions) != 1:
             raise RuntimeError(f"projections are at different positions {sorted(positions)}: rebuild them with replay")
@@ -152,6 +164,8 @@ class Projector:
                 # On the event loop, not in a worker thread: the projector's loop has nothing else to
                 # do meanwhile, and two threads taking turns on the GIL cost 10-15% of throughput.
                 self._commit(fresh)
+            except CannotIsolateError:
+                raise  # forgetting would fail the same way
             except BaseException:
                 self._forget()
                 raise
@@ -169,14 +183,51 @@ class Projector:
             except UnknownEventError as error:
                 unreadable.append({"seq": delivery.seq, "subject": delivery.subject, "reason": str(error)})
                 log.error("unreadable event at sequence %s (%s): %s", delivery.seq, delivery.subject, error)
+        subjects = {d.seq: d.subject for d in owned}
         new_checkpoint = deliveries[-1].seq
-        with self._engine.begin() as conn:
-            for projection in self._projections:
-                projection.apply_batch(conn, records)
-            if unreadable:
-                conn.execute(insert(unreadable_events), unreadable)
-            self._advance(conn, new_checkpoint)
+        try:
+            with self._engine.begin() as conn:
+                applying, parked = self._hold_back(conn, records, subjects)
+                for projection in self._projections:
+                    projection.apply_batch(conn, applying)
+                self._finish(conn, unreadable, parked, new_checkpoint)
+        except NEVER_PARK:
+            raise
+        except Exception as failure:
+            # Only now, and only for this batch, is the batch taken apart to find the poison event.
+            log.warning("a batch through sequence %s failed (%s: %s): finding the claim", new_checkpoint, type(failure).__name__, failure)
+            self._isolate(records, unreadable, subjects, new_checkpoint, failure)
         self.checkpoint = new_checkpoint
+
+    def _hold_back(self, conn: Connection, records: list[Record], subjects: dict[int, str]) -> tuple[list[Record], list[dict]]:
+        applying, parked, released = self._parking.hold_back(conn, records, subjects)
+        if released:
+            self._forget()  # a retry rewrote the released claims' rows: what is cached of them is stale
+        return applying, parked
+
+    def _isolate(self, records: list[Record], unreadable: list[dict], subjects: dict[int, str], new_checkpoint: int, failure: Exception) -> None:
+        forget = self._forget_or_give_up(failure)
+        forget()
+        with self._engine.begin() as conn:
+            lock_checkpoints(conn)  # before the first savepoint (see lock_checkpoints)
+            applying, parked = self._hold_back(conn, records, subjects)
+            rows, newly = isolate(conn, self._projections, applying, subjects, forget=forget, never_park=NEVER_PARK)
+            self._finish(conn, unreadable, sorted(parked + rows, key=lambda row: row["seq"]), new_checkpoint)
+        self._parking.claims.update(newly)
+
+    def _forget_or_give_up(self, failure: Exception):
+        def forget() -> None:
+            try:
+                self._forget()
+            except RuntimeError as error:
+                raise CannotIsolateError(str(error)) from failure
+        return forget
+
+    def _finish(self, conn: Connection, unreadable: list[dict], parked: list[dict], new_checkpoint: int) -> None:
+        if unreadable:
+            conn.execute(insert(unreadable_events), unreadable)
+        write_parked(conn, parked)
+        self._advance(conn, new_checkpoint)
 
     def _advance(self, conn: Connection, new_checkpoint: int) -> None:
         names = [p.name for p in self._projections]
