@@ -53,7 +53,11 @@ class CommandError(BaseModel):
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": CommandError} for status in (401, 403, 404, 409, 413, 422, 429, 503)
+    status: {"model": CommandError} for status in (400, 401, 403, 404, 409, 413, 422, 429, 503)
+}
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": CommandResult, "description": "A retry of a command already carried out (`duplicate: true`)."},
+    **ERRORS,
 }
 
 
@@ -159,7 +163,7 @@ def _typed_route(name: str, model: type[Command]) -> None:
         methods=["POST"],
         status_code=201,
         response_model=CommandResult,
-        responses=ERRORS,
+        responses=RESPONSES,
         summary=name.replace("_", " ").capitalize(),
         description=model.__doc__,
     )
@@ -169,7 +173,7 @@ for _name, _model in COMMAND_TYPES.items():
     _typed_route(_name, _model)
 
 
-@router.post("/commands", status_code=201, response_model=CommandResult, responses=ERRORS)
+@router.post("/commands", status_code=201, response_model=CommandResult, responses=RESPONSES)
 async def any_command(
     request: Request,
     body: Annotated[AnyCommand, Body()],

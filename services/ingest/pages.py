@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from events import Actor, new_event_id
 from events.envelope import utc_now
@@ -43,7 +45,26 @@ def read_page(path: Path) -> RegistryPage:
         raise PageFormatError(str(path), 1, f"not UTF-8 text ({error.reason} at byte {error.start})") from None
     except OSError as error:
         raise PageFormatError(str(path), 1, f"cannot read the file: {error.strerror}") from None
-    return parse_page(text, str(path))
+    return check_fields(parse_page(text, str(path)), text)
+
+
+def check_fields(page: RegistryPage, text: str) -> RegistryPage:
+    """Refuse a page with a field no event can hold (a statement over 20,000 characters, say), naming its line."""
+    ctx = ImportContext(actor=REGISTRY_MODEL, now=utc_now(), correlation_id=new_event_id())
+    lines = text.replace("\r\n", "\n").split("\n")
+    notes = lines.index("Notes") + 2 if "Notes" in lines else 1
+    parts = [(replace(page, sources=(), related=()), None)]
+    parts += [(replace(page, sources=(s,), related=()), s.line) for s in page.sources]
+    parts += [(replace(page, sources=(), related=(r,)), r.line) for r in page.related]
+    for part, line in parts:
+        try:
+            decide_import(part, None, ctx)
+        except ValidationError as error:
+            problem = error.errors()[0]
+            field = str(problem["loc"][0]) if problem["loc"] else "page"
+            where = line or {"slug": 1, "statement": 1, "capability": 2, "observed_on": 4}.get(field, notes)
+            raise PageFormatError(page.path, where, f"{field}: {problem['msg']}") from None
+    return page
 
 
 async def import_page(

@@ -9,7 +9,10 @@ from contextlib import AbstractAsyncContextManager
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from nats.errors import Error as NatsError
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.actors import ActorStore
 from services.commands.http import router as command_router
@@ -64,8 +67,11 @@ def create_app(
         app.state.commands = None
         app.state.actor_store = _not_ready
     install_guards(app, guards or Guards(), commands=commands)
-    app.add_exception_handler(HTTPException, _error_body)
+    # Starlette's, not FastAPI's subclass: what FastAPI raises itself (a body it cannot parse, an unknown route) too.
+    app.add_exception_handler(StarletteHTTPException, _error_body)
     app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(OperationalError, _database_unavailable)
+    app.add_exception_handler(NatsError, _log_unavailable)
     return app
 
 
@@ -96,10 +102,22 @@ async def _not_ready() -> ActorStore:
     raise HTTPException(503, detail={"error": "not_ready", "message": "the API is not connected to the log yet"})
 
 
-async def _error_body(request: Request, error: HTTPException) -> JSONResponse:
+async def _error_body(request: Request, error: StarletteHTTPException) -> JSONResponse:
     """Answer errors with {error, message} rather than FastAPI's {detail}."""
     body = error.detail if isinstance(error.detail, dict) else {"error": "http_error", "message": str(error.detail)}
     return JSONResponse(body, status_code=error.status_code, headers=getattr(error, "headers", None))
+
+
+async def _database_unavailable(request: Request, error: OperationalError) -> JSONResponse:
+    """The read models cannot be reached: a 503 to retry, without the driver's text (it can hold the URL)."""
+    body = {"error": "database_unavailable", "message": "the read models cannot be read right now; retry"}
+    return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
+
+
+async def _log_unavailable(request: Request, error: NatsError) -> JSONResponse:
+    """The connection to the log is gone (closed, or no answer): a 503 to retry."""
+    body = {"error": "log_unavailable", "message": f"the log cannot be reached right now ({type(error).__name__}); retry"}
+    return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
 
 
 async def _invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:

@@ -42,10 +42,10 @@ ACTORS = {
 }
 
 
-async def running_api(claim_log: ClaimLog, engine: Engine) -> AsyncIterator[Api]:
+async def running_api(claim_log: ClaimLog, engine: Engine, *, read_wait: float = 10.0) -> AsyncIterator[Api]:
     store = await ActorStore.open(claim_log.nc, create=True)
     tokens = {name: (await store.issue(actor))[0] for name, actor in ACTORS.items()}
-    app = create_app(engine, commands=True, read_wait=10.0)
+    app = create_app(engine, commands=True, read_wait=read_wait)
     attach_log(app, claim_log)
     projector = Projector(claim_log, engine, build_projections(), name="projector", batch=1000)
     stop = asyncio.Event()
