@@ -1,0 +1,115 @@
+"""The fault-injection suite's fixtures, and its report: what each scenario injected and checked.
+
+Each scenario writes lines to ``fault_report``; they are printed (captured with the test's output)
+and recorded as a property, and ``pytest_terminal_summary`` prints every scenario's lines at the end
+of the run, passed or failed, so CI output shows them without ``-s``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from services.embedded import EmbeddedNats
+from services.log import ClaimLog, StreamSpec, connect
+from tests.faults.harness import CleanReplay, migrated, publish_workload
+
+REPLAY_CLAIMS = 10_000
+REPLAY_PER_CLAIM = 10  # 100,000 events
+
+
+@pytest.fixture
+def fault_report(request: pytest.FixtureRequest) -> Iterator[Callable[[str], None]]:
+    """``report(line)``: one line of what the scenario injected, checked or found."""
+    lines: list[str] = []
+    started = time.monotonic()
+
+    def report(line: str) -> None:
+        lines.append(line)
+        print(f"[faults] {line}", flush=True)
+
+    yield report
+    lines.append(f"took {time.monotonic() - started:.1f}s")
+    request.node.user_properties.append(("fault_report", "\n".join(lines)))
+
+
+OUTCOMES: dict[str, str] = {}  # test id -> passed / failed
+REPORTS: dict[str, str] = {}  # test id -> its fault report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" or report.failed:
+        OUTCOMES[report.nodeid] = "failed" if report.failed else report.outcome
+    for name, value in report.user_properties:
+        if name == "fault_report":
+            REPORTS[report.nodeid] = value
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ANN001 - pytest's hook
+    if not REPORTS:
+        return
+    terminalreporter.section("fault injection: what was injected and checked")
+    for nodeid, text in REPORTS.items():
+        outcome = OUTCOMES.get(nodeid, "error")
+        terminalreporter.write_line(f"{nodeid.split('::')[-1]} [{outcome}]")
+        for line in text.splitlines():
+            terminalreporter.write_line(f"    {line}")
+
+
+@dataclass
+class PublishedLog:
+    """A nats-server holding a published log, shared by the scenarios that replay it, and its clean replay."""
+
+    url: str
+    head: int
+    seconds: float
+    claims: int
+    clean: (
+        CleanReplay  # the log folded into a fresh SQLite database by an in-process projector, as far as asked
+    )
+
+
+async def published(directory: Path, *, claims: int, per_claim: int) -> AsyncIterator[PublishedLog]:
+    # These scenarios kill projectors, not the server: its disk flush can be lazy, publishing 10x faster.
+    server = EmbeddedNats(directory / "nats", sync="30s")
+    url = server.start()
+    engine = migrated(sqlite_url(directory, "clean.sqlite3"))
+    nc = None
+    try:
+        started = time.monotonic()
+        head = await publish_workload(url, claims=claims, per_claim=per_claim)
+        seconds = time.monotonic() - started
+        nc = await connect(url, name="faults-clean-replay")
+        clean = CleanReplay(ClaimLog(nc, StreamSpec("CLAIMS")), engine, name="clean-replay")
+        yield PublishedLog(url, head, seconds, claims, clean)
+    finally:
+        if nc is not None:
+            await nc.close()
+        engine.dispose()
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+async def replay_log(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[PublishedLog]:
+    """100,000 events over 10,000 claims with correct hash chains, published once for the session."""
+    async for log in published(
+        tmp_path_factory.mktemp("faults-log"), claims=REPLAY_CLAIMS, per_claim=REPLAY_PER_CLAIM
+    ):
+        yield log
+
+
+@pytest.fixture(scope="session")
+async def small_replay_log(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[PublishedLog]:
+    """20,000 events over 2,000 claims: the PostgreSQL replay, slower per event, gets a shorter log."""
+    async for log in published(
+        tmp_path_factory.mktemp("faults-small-log"), claims=2_000, per_claim=REPLAY_PER_CLAIM
+    ):
+        yield log
+
+
+def sqlite_url(directory: Path, name: str) -> str:
+    return f"sqlite:///{directory / name}"

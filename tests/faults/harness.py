@@ -1,0 +1,195 @@
+"""What the fault scenarios share: a fast publisher of a large log, the projector as a separate process,
+its checkpoint and memory, and clean replays to compare with."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from sqlalchemy import Engine, select
+
+from bench.workload import claim_events
+from events.subjects import event_subject
+from projections.checksum import table_checksums
+from projections.registry import build_projections
+from projections.tables import checkpoints
+from services.db import make_engine, upgrade
+from services.log import ClaimLog, StreamSpec, connect
+from services.log.chain import chain
+from services.projector.runner import Projector
+
+ROOT = Path(__file__).resolve().parents[2]
+INTERLEAVE = 1000  # claims whose events are interleaved in the log, as pipelines and people interleave them
+
+
+def workload(claims: int, per_claim: int, *, seed: int = 7, first: int = 0) -> Iterator[tuple[object, bytes]]:
+    """(event, stored bytes) of ``claims`` claims with correct hash chains, blocks of claims interleaved."""
+    rng = random.Random(seed)
+    for start in range(first, first + claims, INTERLEAVE):
+        block = [
+            chain(claim_events(n, per_claim, rng), None)
+            for n in range(start, min(start + INTERLEAVE, first + claims))
+        ]
+        for i in range(per_claim):
+            for linked in block:
+                if i < len(linked):
+                    yield linked[i]
+
+
+async def publish_workload(
+    url: str, *, claims: int, per_claim: int, first: int = 0, window: int = 2000
+) -> int:
+    """Publish the workload with many acknowledgements in flight (each checked); returns the log's head."""
+    nc = await connect(url, name="faults-publisher")
+    claim_log = ClaimLog(nc, StreamSpec("CLAIMS"))
+    await claim_log.ensure()
+    js = nc.jetstream()
+    slots = asyncio.Semaphore(window)
+    failures: list[BaseException] = []
+
+    async def one(subject: str, data: bytes, msg_id: str) -> None:
+        try:
+            ack = await js.publish(
+                subject, data, stream="CLAIMS", headers={"Nats-Msg-Id": msg_id}, timeout=30
+            )
+            if ack.duplicate:
+                failures.append(RuntimeError(f"{msg_id} was already stored"))
+        except BaseException as error:  # noqa: BLE001 - raised below
+            failures.append(error)
+        finally:
+            slots.release()
+
+    tasks: set[asyncio.Task] = set()
+    for event, data in workload(claims, per_claim, first=first, seed=7 + first):
+        await slots.acquire()
+        task = asyncio.create_task(one(event_subject(event.claim_id, event.type), data, event.event_id))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    await asyncio.gather(*tasks)
+    head = await claim_log.head()
+    await nc.close()
+    if failures:
+        raise RuntimeError(f"{len(failures)} publishes failed, the first: {failures[0]!r}")
+    return head
+
+
+def migrated(url: str) -> Engine:
+    """An engine on a migrated read-model database."""
+    engine = make_engine(url)
+    upgrade(engine)
+    return engine
+
+
+def start_projector(
+    nats_url: str,
+    database_url: str,
+    *,
+    name: str = "projector",
+    batch: int = 1000,
+    slow: str | None = None,
+    log_to: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """``claimlog projector`` in its own process (``slow``: its batches sleep first, see slow_projector.py;
+    ``log_to``: a file for what it logs)."""
+    env = {
+        **os.environ,
+        "CLAIMLOG_NATS_URL": nats_url,
+        "CLAIMLOG_DATABASE_URL": database_url,
+        "CLAIMLOG_PROJECTOR_NAME": name,
+        "CLAIMLOG_PROJECTOR_BATCH": str(batch),
+        "PYTHONPATH": str(ROOT),
+        "COLUMNS": "200",  # its log lines unwrapped
+    }
+    command = [sys.executable, "-m", "services.cli", "projector"]
+    if slow is not None:
+        env["FAULTS_SLOW"] = slow
+        command = [sys.executable, str(Path(__file__).with_name("slow_projector.py")), "projector"]
+    if log_to is None:
+        return subprocess.Popen(
+            command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+    with open(log_to, "ab") as logfile:
+        return subprocess.Popen(command, env=env, cwd=ROOT, stdout=logfile, stderr=subprocess.STDOUT)
+
+
+def sigkill(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it hangs."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            sigkill(process)
+
+
+def checkpoint(engine: Engine) -> int:
+    """The projector's committed position, as its database has it (0 before its first commit)."""
+    with engine.connect() as conn:
+        return conn.execute(select(checkpoints.c.last_seq)).scalars().first() or 0
+
+
+async def wait_for_checkpoint(
+    engine: Engine, *, beyond: int, timeout: float, process: subprocess.Popen[bytes] | None = None
+) -> int:
+    """Wait until the projector has committed past ``beyond``; fail if its process died meanwhile."""
+    deadline = time.monotonic() + timeout
+    while (seq := checkpoint(engine)) <= beyond:
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the projector exited with code {process.returncode} at checkpoint {seq}")
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"the projector stayed at checkpoint {seq} for {timeout}s, waiting for > {beyond}"
+            )
+        await asyncio.sleep(0.02)
+    return seq
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process, from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for process {pid}")
+
+
+def checksums(engine: Engine) -> dict[str, str]:
+    with engine.connect() as conn:
+        return table_checksums(conn)
+
+
+class CleanReplay:
+    """A projector in this process folding the same log into its own database, step by step to a sequence."""
+
+    def __init__(self, claim_log: ClaimLog, engine: Engine, *, name: str) -> None:
+        self.claim_log, self.engine, self.name = claim_log, engine, name
+
+    async def to(self, seq: int) -> dict[str, str]:
+        """Apply every event through ``seq`` exactly (nothing after it); the table checksums there."""
+        projector = Projector(
+            self.claim_log,
+            self.engine,
+            build_projections(),
+            name=self.name,
+            batch=5000,
+            linger=0.02,
+            stop_at=seq,
+        )
+        projector.load_checkpoint()
+        if projector.checkpoint < seq:
+            await projector.run_until(seq, timeout=180)
+        assert checkpoint(self.engine) == seq, (
+            f"the clean replay stopped at {checkpoint(self.engine)}, not {seq}"
+        )
+        return checksums(self.engine)
