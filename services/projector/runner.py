@@ -99,11 +99,14 @@ class Projector:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Apply events until ``stop`` is set, retrying with backoff when the database is unavailable."""
-        delay = 0.1
+        delay, failed_at = 0.1, -1
         while not stop.is_set():
             try:
                 await self._consume(stop)
             except TRANSIENT as error:
+                if self.checkpoint != failed_at:
+                    delay = 0.1  # it made progress since the last failure: a new outage starts the backoff again
+                failed_at = self.checkpoint
                 log.warning("%s: %s; retrying in %.1fs", type(error).__name__, error, delay)
                 self._forget()
                 await _sleep_unless(stop, delay)
