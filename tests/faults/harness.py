@@ -94,9 +94,11 @@ def start_projector(
     name: str = "projector",
     batch: int = 1000,
     slow: str | None = None,
+    poison: str | None = None,
     log_to: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """``claimlog projector`` in its own process (``slow``: its batches sleep first, see slow_projector.py;
+    ``poison``: a claim whose source withdrawals its claim-page fold raises on, see poisoned_projector.py;
     ``log_to``: a file for what it logs)."""
     env = {
         **os.environ,
@@ -111,6 +113,10 @@ def start_projector(
     if slow is not None:
         env["FAULTS_SLOW"] = slow
         command = [sys.executable, str(Path(__file__).with_name("slow_projector.py")), "projector"]
+    if poison is not None:
+        assert slow is None, "one wrapper at a time"
+        env["FAULTS_POISON_CLAIM"] = poison
+        command = [sys.executable, str(Path(__file__).with_name("poisoned_projector.py")), "projector"]
     if log_to is None:
         return subprocess.Popen(
             command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
