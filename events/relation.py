@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -13,8 +14,11 @@ from events.envelope import ClaimId, Event, ShortText, Text
 _SPACE = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=4096)
 def statement_key(statement: str) -> str:
-    """A stable key for a statement, so related claims resolve to pages by what they say."""
+    """A stable key for a statement, so related claims resolve to pages by what they say.
+
+    Cached: the projector asks for it at every event of a claim, and a statement rarely changes."""
     normal = _SPACE.sub(" ", statement).strip().casefold()
     return "stmt-" + hashlib.sha256(normal.encode()).hexdigest()[:24]
 

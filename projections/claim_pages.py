@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, select
+from functools import cache
+
+from sqlalchemy import Connection, Update, bindparam, select, update
 
 from events.relation import statement_key
 from projections.base import Record
 from projections.claim_page import apply, derive
 from projections.page_model import PAGE, ClaimPage
-from projections.sql import chunks, upsert
+from projections.sql import chunks, execute_many, insert_new, upsert
 from projections.tables import RELATION_COLUMNS, claim_pages
 
 CACHE_PAGES = 20_000
@@ -34,24 +36,47 @@ class ClaimPagesProjection:
         self._cache: OrderedDict[str, ClaimPage] = OrderedDict()
         self._write_behind = write_behind
         self._dirty: set[str] = set()
+        # Per cached page (writing through): its row's columns as the table has them, but the document.
+        self._written: dict[str, dict] = {}
 
     def apply_batch(self, conn: Connection, records: Sequence[Record]) -> None:
-        """Load the touched pages, fold the batch into them and write them back in one upsert."""
+        """Load the touched pages, fold the batch into them and write them back."""
         pages = self._load(conn, list(dict.fromkeys(r.event.claim_id for r in records)))
         for record in records:
             claim_id = record.event.claim_id
             pages[claim_id] = apply(pages.get(claim_id), record.event, record.seq, record.at)
-        if not self._write_behind:
-            upsert(conn, claim_pages, [page_row(derive(p)) for p in pages.values() if p is not None])
-        evicted = []
-        for claim_id, page in pages.items():
-            if page is not None:
+        touched = [(claim_id, page) for claim_id, page in pages.items() if page is not None]
+        if self._write_behind:
+            evicted = []
+            for claim_id, page in touched:
                 evicted.extend(self._remember(claim_id, page))
                 self._dirty.add(claim_id)
-        if self._write_behind:
             upsert(conn, claim_pages, [page_row(derive(p)) for p in evicted])
-        else:
-            self._dirty.clear()
+            return
+        self._write(conn, [page_row(derive(page)) for _, page in touched])
+        for claim_id, page in touched:
+            self._remember(claim_id, page)
+
+    def _write(self, conn: Connection, rows: list[dict]) -> None:
+        """Insert new pages; update, of the others, only the columns that changed.
+
+        An update that names a column rewrites every index on it (and SQLite's full-text index on
+        the statement) even when its value is the same: an event typically changes the document,
+        ``last_seq`` and a count or two, so naming only those halves the projector's write time.
+        """
+        new, changed_by_columns = [], defaultdict(list)
+        for row in rows:
+            claim_id = row["claim_id"]
+            before = self._written.get(claim_id)
+            if before is None:
+                new.append(row)
+            else:
+                changed = tuple(c for c in UPDATABLE if row[c] != before[c])
+                changed_by_columns[changed].append({"pk": claim_id, "doc": row["doc"], **{c: row[c] for c in changed}})
+            self._written[claim_id] = {c: row[c] for c in UPDATABLE}
+        insert_new(conn, claim_pages, new)  # a page another projector wrote meanwhile fails its checkpoint instead
+        for changed, updates in changed_by_columns.items():
+            execute_many(conn, _update_statement(("doc", *changed)), updates)
 
     def flush(self, conn: Connection) -> None:
         """Write every page folded since it was last written (write-behind)."""
@@ -63,6 +88,7 @@ class ClaimPagesProjection:
         if self._write_behind and self._dirty:
             raise RuntimeError("a write-behind fold lost pages it had not written: start the rebuild again")
         self._cache.clear()
+        self._written.clear()
 
     def _load(self, conn: Connection, claim_ids: list[str]) -> dict[str, ClaimPage | None]:
         pages: dict[str, ClaimPage | None] = {}
@@ -73,9 +99,11 @@ class ClaimPagesProjection:
                 missing.append(claim_id)
             pages[claim_id] = cached
         for chunk in chunks(missing):
-            query = select(claim_pages.c.claim_id, claim_pages.c.doc).where(claim_pages.c.claim_id.in_(chunk))
-            for claim_id, doc in conn.execute(query):
-                pages[claim_id] = PAGE.validate_json(doc)
+            query = select(claim_pages).where(claim_pages.c.claim_id.in_(chunk))
+            for row in conn.execute(query).mappings():
+                pages[row["claim_id"]] = PAGE.validate_json(row["doc"])
+                if not self._write_behind:
+                    self._written[row["claim_id"]] = {c: row[c] for c in UPDATABLE}
         return pages
 
     def _remember(self, claim_id: str, page: ClaimPage) -> list[ClaimPage]:
@@ -85,6 +113,7 @@ class ClaimPagesProjection:
         evicted = []
         while len(self._cache) > CACHE_PAGES:
             old_id, old_page = self._cache.popitem(last=False)
+            self._written.pop(old_id, None)
             if old_id in self._dirty:
                 self._dirty.discard(old_id)
                 evicted.append(old_page)
@@ -119,3 +148,14 @@ def page_row(page: ClaimPage) -> dict:
         "last_seq": page.as_of_seq,
         "doc": PAGE.dump_json(page).decode(),
     }
+
+
+# The columns an update may change: all but the key, the first sequence (never changes) and the
+# document (always changes, so always written).
+UPDATABLE = tuple(c.name for c in claim_pages.columns if c.name not in {"claim_id", "first_seq", "doc"})
+
+
+@cache
+def _update_statement(columns: tuple[str, ...]) -> Update:
+    """``UPDATE claim_pages SET <columns> WHERE claim_id = :pk``, built once per set of columns."""
+    return update(claim_pages).where(claim_pages.c.claim_id == bindparam("pk")).values({c: bindparam(c) for c in columns})

@@ -73,7 +73,7 @@ claim_pages = Table(
     Column("reviews_ai", Integer, nullable=False),
     Column("contention", Integer, nullable=False),  # open disagreements + active contradicting sources
     Column("first_seq", BigInteger, nullable=False),
-    Column("last_seq", BigInteger, nullable=False, index=True),
+    Column("last_seq", BigInteger, nullable=False),  # indexed first in ix_claim_pages_recent
     Column("doc", Text, nullable=False),
     Index("ix_claim_pages_scorecard", "capability", "counts_toward_scorecard", "standing"),
     # A capability's listing in id order (the default sort) reads its first page off this index.

@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine, select
 from projections.checksum import table_checksums
 from projections.registry import build_projections
 from projections.tables import CONTROL_TABLES, checkpoints, claim_pages, metadata
+from services.bulk_build import drop_secondary, restore_secondary
 from services.generations import Generations
 from services.log import ClaimLog, connect
 from services.projector.runner import CannotIsolateError, Projector
@@ -177,7 +178,10 @@ async def _build_in_parallel(
     failed = [w.name for w in workers if w.exitcode != 0]
     if failed:
         raise RuntimeError(f"replay worker(s) {', '.join(failed)} failed (exit codes {[w.exitcode for w in workers]})")
+    target = generations.engine(number)
+    drop_secondary(target)  # the merge copies rows in bare; each index is then built once (bulk_build.py)
     generations.merge_partitions(number, places)
+    restore_secondary(target)
     with generations.engine(number).begin() as conn:
         conn.execute(checkpoints.delete())
         conn.execute(checkpoints.insert(), [{"name": p.name, "version": p.version, "last_seq": head} for p in build_projections()])
@@ -198,6 +202,7 @@ async def _fold_partition(nats_url: str, spec, place, part: int, parts: int, hea
     if engine.dialect.name == "sqlite":
         # A worker's file is scratch, merged and deleted at the end: no journal, no syncing.
         sqlalchemy.event.listen(engine, "connect", _scratch_pragmas)
+    drop_secondary(engine)  # nothing reads a worker's place but the merge (bulk_build.py)
     nc = await connect(nats_url, name=f"claimlog-replay-p{part}", events_only=True)
     claim_log = ClaimLog(nc, spec)
     try:

@@ -113,7 +113,7 @@ def two_postgres_databases() -> Iterator[tuple[str, str]]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-async def test_a_projector_sigkilled_ten_times_during_a_replay_of_20000_events_into_postgresql_ends_equal_to_a_clean_replay(
+async def test_a_projector_sigkilled_three_times_during_a_replay_of_20000_events_into_postgresql_ends_equal_to_a_clean_replay(
     small_replay_log: PublishedLog, two_postgres_databases: tuple[str, str], fault_report
 ):
     url, clean_url = two_postgres_databases

@@ -1,0 +1,59 @@
+"""Building a generation's tables in bulk: secondary indexes and search triggers off while rows pour in.
+
+A rebuild's workers write every page and every activity row into places of their own, which are then
+merged into the new generation. Keeping a dozen indexes and the full-text search index up to date row
+by row, twice over (in the worker's place, then in the merge), cost more than the rows themselves.
+So the workers' scratch places have none (``drop_secondary``), the generation has none while the
+merge copies the rows in, and ``restore_secondary`` then creates each index once over the whole table
+(a sort) and fills the search index in one pass, before the generation's projector catches up.
+
+The indexes are the ones the tables declare (projections/tables.py); the search triggers are migration
+0003's, the only place they are defined, so the restored schema is the one Alembic built.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from sqlalchemy import Engine, text
+
+from projections.tables import CONTROL_TABLES, metadata
+
+_SEARCH = importlib.import_module("migrations.versions.0003_listing_search")
+SEARCH_TRIGGERS = ("insert", "update", "delete")
+
+
+def _read_model_tables():
+    return [t for t in metadata.sorted_tables if t.name not in CONTROL_TABLES]
+
+
+def drop_secondary(engine: Engine) -> None:
+    """Drop every secondary index and the search triggers of the read-model tables (kept: primary keys)."""
+    with engine.begin() as conn:
+        for table in _read_model_tables():
+            for index in table.indexes:
+                conn.execute(text(f'DROP INDEX IF EXISTS "{index.name}"'))
+        if engine.dialect.name == "sqlite":
+            for trigger in SEARCH_TRIGGERS:
+                conn.execute(text(f"DROP TRIGGER IF EXISTS claim_pages_search_{trigger}"))
+        else:
+            for trigger in ("insert", "update"):
+                conn.execute(text(f"DROP TRIGGER IF EXISTS claim_pages_search_{trigger} ON claim_pages"))
+            conn.execute(text("DROP INDEX IF EXISTS ix_claim_pages_statement_search"))
+
+
+def restore_secondary(engine: Engine) -> None:
+    """Create the indexes and search triggers ``drop_secondary`` dropped, and index every statement."""
+    with engine.begin() as conn:
+        for table in _read_model_tables():
+            for index in table.indexes:
+                index.create(conn, checkfirst=True)
+        if engine.dialect.name == "sqlite":
+            conn.execute(text("INSERT INTO claim_pages_search(claim_pages_search) VALUES ('rebuild')"))
+            for trigger in _SEARCH.SQLITE_TRIGGERS:
+                conn.execute(text(trigger))
+        else:
+            conn.execute(text("UPDATE claim_pages SET statement_search = to_tsvector('english'::regconfig, statement)"))
+            for statement in _SEARCH.POSTGRESQL_SEARCH:
+                if statement.startswith(("CREATE TRIGGER", "CREATE INDEX")):
+                    conn.execute(text(statement))
