@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
-
 from functools import cache
 
 from sqlalchemy import Connection, Update, bindparam, select, update
