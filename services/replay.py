@@ -13,6 +13,7 @@ import json
 import logging
 import multiprocessing
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -163,6 +164,7 @@ async def _build_in_parallel(
         )
         for part, place in enumerate(places)
     ]
+    started = time.monotonic()
     for worker in workers:
         worker.start()
     try:
@@ -178,10 +180,16 @@ async def _build_in_parallel(
     failed = [w.name for w in workers if w.exitcode != 0]
     if failed:
         raise RuntimeError(f"replay worker(s) {', '.join(failed)} failed (exit codes {[w.exitcode for w in workers]})")
+    folded = time.monotonic()
     target = generations.engine(number)
     drop_secondary(target)  # the merge copies rows in bare; each index is then built once (bulk_build.py)
     generations.merge_partitions(number, places)
+    merged = time.monotonic()
     restore_secondary(target)
+    log.info(
+        "generation %s: %s workers folded %s events in %.1fs, merged in %.1fs, indexed in %.1fs",
+        number, parts, head, folded - started, merged - folded, time.monotonic() - merged,
+    )
     with generations.engine(number).begin() as conn:
         conn.execute(checkpoints.delete())
         conn.execute(checkpoints.insert(), [{"name": p.name, "version": p.version, "last_seq": head} for p in build_projections()])

@@ -88,6 +88,18 @@ def test_every_cli_command_in_the_readme_exists():
 
 
 def test_every_test_the_readme_cites_exists():
-    for path, name in re.findall(r"`(?:tests/integration/)?(test_[a-z_]+\.py)::(test_[a-z_]+)`", README):
-        source = (ROOT / "tests" / "integration" / path).read_text()
-        assert f"def {name}(" in source, f"{path}::{name}"
+    """Citations look like `tests/faults/test_x.py::test_y`, `test_x.py::test_y` (an integration test),
+    `::test_z` (another test of the file cited just before, in the same cell) or a whole file."""
+    cited = 0
+    for cell in README.split("|"):
+        path = None
+        for directory, file, name in re.findall(r"`(?:(tests/[a-z]+)/)?(test_[a-z0-9_]+\.py)?(?:::(test_[a-z0-9_]+))?`", cell):
+            if file:
+                path = ROOT / (directory or "tests/integration") / file
+                assert path.is_file(), f"{path.relative_to(ROOT)} is cited but does not exist"
+                cited += 1
+            if name:
+                assert path is not None, f"::{name} is cited without a file before it"
+                assert f"def {name}(" in path.read_text(), f"{path.relative_to(ROOT)}::{name}"
+                cited += 1
+    assert cited >= 40, f"only {cited} citations found: has the README's way of citing tests changed?"
