@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Dialect, Executable, Insert, Table
@@ -76,15 +77,32 @@ class _Prepared:
     positional: bool
 
     def parameters(self, rows: Sequence[dict[str, Any]]) -> list:
+        converted = [(i, p) for i, p in enumerate(self.processors) if p is not None]
         if not self.positional:
-            if not any(self.processors):
+            if not converted:
                 return list(rows)
-            pairs = list(zip(self.names, self.processors, strict=True))
-            return [{n: (p(row[n]) if p and row[n] is not None else row[n]) for n, p in pairs} for row in rows]
-        if not any(self.processors):
-            return [tuple(row[n] for n in self.names) for row in rows]
-        pairs = list(zip(self.names, self.processors, strict=True))
-        return [tuple(p(row[n]) if p and row[n] is not None else row[n] for n, p in pairs) for row in rows]
+            names = [self.names[i] for i, _ in converted]
+            out = []
+            for row in rows:
+                row = dict(row)
+                for name, (_, process) in zip(names, converted, strict=True):
+                    if row[name] is not None:
+                        row[name] = process(row[name])
+                out.append(row)
+            return out
+        values_of = itemgetter(*self.names)
+        if len(self.names) == 1:
+            return [(values_of(row),) for row in rows]
+        if not converted:
+            return [values_of(row) for row in rows]
+        out = []
+        for row in rows:
+            values = list(values_of(row))
+            for i, process in converted:
+                if values[i] is not None:
+                    values[i] = process(values[i])
+            out.append(tuple(values))
+        return out
 
 
 @cache
