@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from events import UnknownEventError
+from events import Event, UnknownEventError
 from events.envelope import CLAIM_ID_PATTERN
 from projections.base import Record
 from projections.claim_page import apply, derive
@@ -73,6 +73,11 @@ def is_claim_id(key: str) -> bool:
 
 def records(claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None = None) -> Iterator[Record]:
     """The claim's readable events up to ``as_of``, as the projector sees them (unreadable ones skipped)."""
+    for item, event in _readable(claim_id, stored, as_of):
+        yield Record(item.seq, item.stored_at, event)
+
+
+def _readable(claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None) -> Iterator[tuple[StoredEvent, Event]]:
     for item in stored:
         if as_of is not None and not as_of.includes(item):
             return  # stored times and sequences only grow: nothing later was stored by then
@@ -81,14 +86,14 @@ def records(claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None = N
         except UnknownEventError:
             continue  # the projector records these as unreadable and applies nothing
         if event.claim_id == claim_id:
-            yield Record(item.seq, item.stored_at, event)
+            yield item, event
 
 
 def fold_page(claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None = None) -> ClaimPage | None:
     """The claim's page as it stood at ``as_of`` (None if it was not drafted by then)."""
     page = None
-    for record in records(claim_id, stored, as_of):
-        page = apply(page, record.event, record.seq, record.at)
+    for item, event in _readable(claim_id, stored, as_of):  # the records, without building each one
+        page = apply(page, event, item.seq, item.stored_at)
     return derive(page) if page is not None else None
 
 

@@ -1,0 +1,55 @@
+"""Pieces of the claim reader: store times read the same whichever way they are parsed, and stored events built fast are the same."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from datetime import UTC, datetime
+
+import pytest
+
+from services.log.reader import StoredEvent, _stored_event, parse_store_time
+
+
+def _by_hand(text: str) -> datetime:
+    """The timestamp's digits, truncated to microseconds, as UTC: the meaning ``parse_store_time`` must keep."""
+    stamp = text.rstrip("Z")
+    if "." in stamp:
+        whole, fraction = stamp.split(".", 1)
+        stamp = f"{whole}.{fraction[:6].ljust(6, '0')}"
+    return datetime.fromisoformat(stamp).replace(tzinfo=UTC)
+
+
+def _stamps(count: int) -> list[str]:
+    rng = random.Random(5)
+    stamps = []
+    for _ in range(count):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 9)))
+        moment = datetime(rng.randint(1971, 2200), rng.randint(1, 12), rng.randint(1, 28), rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59))
+        stamps.append(moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{digits}" if digits else "") + "Z")
+    return stamps
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2026-12-03T07:37:34Z", "2026-12-03T07:37:34.8Z", "2026-12-03T07:37:34.899999999Z", "2026-12-03T07:37:34.000000001Z", "1970-01-01T00:00:00Z"]
+    + _stamps(300),
+)
+def test_a_jetstream_timestamp_reads_as_its_digits_truncated_to_microseconds_in_utc(text: str):
+    parsed = parse_store_time(text)
+    assert parsed == _by_hand(text)
+    assert parsed.tzinfo is UTC
+
+
+def test_a_timestamp_without_the_z_still_reads_as_utc():
+    assert parse_store_time("2026-12-03T07:37:34.123456789") == datetime(2026, 12, 3, 7, 37, 34, 123456, tzinfo=UTC)
+
+
+def test_a_stored_event_built_from_a_reply_is_the_dataclass_built_by_hand():
+    args = (42, "claims.CLM-0338.ClaimDrafted", datetime(2026, 12, 3, tzinfo=UTC), b'{"x": 1}', "01a23ad6-556f-70a2-8611-36b406719f21")
+    fast, slow = _stored_event(*args), StoredEvent(*args)
+    assert fast == slow and repr(fast) == repr(slow) and hash(fast) == hash(slow)
+    assert dataclasses.asdict(fast) == dataclasses.asdict(slow)
+    assert fast.hash == slow.hash
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.seq = 43  # type: ignore[misc]
