@@ -14,7 +14,7 @@ from events.envelope import ClaimId, Event, ShortText, Text
 _SPACE = re.compile(r"\s+")
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1 << 17)
 def statement_key(statement: str) -> str:
     """A stable key for a statement, so related claims resolve to pages by what they say.
 

@@ -15,7 +15,7 @@ from services.actors_cli import actors_app
 from services.audit_io_cli import register as register_audit
 from services.parked_cli import parked_app
 from services.replay_cli import replay
-from services.runtime import run
+from services.runtime import run, tune_gc
 from services.settings import Settings
 from services.timeline_cli import register as register_timeline
 
@@ -77,6 +77,7 @@ def api(
     generations = Generations(settings.resolved_database_url())
     require_current(generations.home)
     app = build_app(settings, generations, commands=not read_only)
+    tune_gc()  # uvicorn runs its own loop, not through services.runtime.run: pauses of 30-45 ms otherwise
     uvicorn.run(app, host=host or settings.api_host, port=port or settings.api_port, log_level="warning")
 
 

@@ -31,15 +31,20 @@ EXPIRES = 30.0
 PREFETCH_BATCHES = 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Delivery:
     """One event delivered to the consumer."""
 
     seq: int
     subject: str
-    stored_at: datetime
     data: bytes = field(repr=False)
     reply: str = field(repr=False)
+    headers: dict[str, str] | None = field(default=None, repr=False)
+
+    @property
+    def stored_at(self) -> datetime:
+        """When the event entered the log (computed on demand: a replay worker skips half the events)."""
+        return stored_time(self.headers, _position(self.reply)[1])
 
 
 class DurableConsumer:
@@ -110,6 +115,7 @@ class DurableConsumer:
                 msg = await asyncio.wait_for(self._queue.get(), timeout=wait)
             except TimeoutError:
                 continue
+            self._heard_at = loop.time()  # a message or a heartbeat: the pull request is alive
             self._take(msg, batch)
             while len(batch) < self._max_batch and not self._queue.empty():
                 self._take(self._queue.get_nowait(), batch)
@@ -122,9 +128,11 @@ class DurableConsumer:
         while len(batch) < self._max_batch and (left := until - loop.time()) > 0:
             await self._top_up()
             try:
-                self._take(await asyncio.wait_for(self._queue.get(), timeout=left), batch)
+                msg = await asyncio.wait_for(self._queue.get(), timeout=left)
             except TimeoutError:
                 return
+            self._heard_at = loop.time()
+            self._take(msg, batch)
             while len(batch) < self._max_batch and not self._queue.empty():
                 self._take(self._queue.get_nowait(), batch)
 
@@ -144,12 +152,12 @@ class DurableConsumer:
         self._owed += wanted
 
     def _take(self, msg: Msg, batch: list[Delivery]) -> None:
-        self._heard_at = asyncio.get_running_loop().time()
-        status = (msg.headers or {}).get("Status") if msg.headers else None
+        headers = msg.headers
+        status = headers.get("Status") if headers else None
         if status is None:
             self._owed -= 1
-            seq, stored_at = _position(msg.reply)
-            batch.append(Delivery(seq, msg.subject, stored_time(msg.headers, stored_at), msg.data, msg.reply))
+            reply = msg.reply
+            batch.append(Delivery(_sequence(reply), msg.subject, msg.data, reply, headers))
             return
         if status == "100":
             return  # idle heartbeat
@@ -160,6 +168,16 @@ class DurableConsumer:
             raise LogError(f"consumer {self._name} was deleted on the server")
         log.info("pull request ended: %s %s", status, msg.headers.get("Description"))
         self._owed = 0
+
+
+def _sequence(reply: str) -> int:
+    """The stream sequence in a JetStream ack subject (both formats, as ``_position``)."""
+    tokens = reply.split(".")
+    if len(tokens) == 9:
+        return int(tokens[5])
+    if len(tokens) >= 11:
+        return int(tokens[7])
+    raise LogError(f"not a JetStream delivery: reply subject {reply!r}")
 
 
 def _position(reply: str) -> tuple[int, datetime]:
