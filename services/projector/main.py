@@ -5,16 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import nats.errors
 from faststream import FastStream
 from faststream.nats import NatsBroker
 from faststream.nats.security import NatsUserPassword
+from nats.aio.client import Client
 from sqlalchemy import Engine
 
 from projections.registry import build_projections
 from services.db import make_engine, require_current
 from services.generations import Generations
 from services.log import ClaimLog
-from services.log.connection import split_credentials
+from services.log.connection import connect, split_credentials
 from services.projector.runner import Projector
 from services.replay import rebuild_if_stale
 from services.runtime import nats_server, ready, stream_spec
@@ -27,7 +29,7 @@ class ProjectorService:
     """The projector's lifecycle inside a FastStream app: start after the broker connects, stop on shutdown."""
 
     def __init__(self, settings: Settings, engine: Engine, nats_url: str) -> None:
-        self.settings, self.engine = settings, engine
+        self.settings, self.engine, self._nats_url = settings, engine, nats_url
         servers, user, password = split_credentials(nats_url)
         self.broker = NatsBroker(
             servers,
@@ -41,15 +43,33 @@ class ProjectorService:
         self.app.on_shutdown(self._stop)
         self._stop_event = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._events: Client | None = None
         self.failure: BaseException | None = None
 
     async def _start(self) -> None:
-        claim_log = ClaimLog(self.broker.connection, stream_spec(self.settings))
         # As the projector role this only reads the stream's info: `claimlog up` (as admin) creates it.
-        await ready(claim_log)
+        await ready(ClaimLog(self.broker.connection, stream_spec(self.settings)))
+        # The events arrive on a connection of their own that hands them straight to the consumer and
+        # does not parse their stored headers (EventsOnlyClient): a quarter more events per second on a
+        # backlog than on the broker's connection (bench/backlog.py).
+        self._events = await self._connect_events()
+        claim_log = ClaimLog(self._events, stream_spec(self.settings))
         self._task = asyncio.create_task(self._run(claim_log))
         self._task.add_done_callback(self._on_done)
         log.info("projector %s started", self.settings.projector_name)
+
+    async def _connect_events(self) -> Client:
+        """The events' connection; the server may be restarting (the broker's connection is up, or was)."""
+        delay = 0.1
+        while True:
+            try:
+                return await connect(
+                    self._nats_url, name=f"claimlog-{self.settings.projector_name}-events", events_only=True
+                )
+            except (OSError, TimeoutError, nats.errors.Error) as error:
+                log.warning("connecting to NATS for the events: %s; retrying in %.1fs", error, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     async def _run(self, claim_log: ClaimLog) -> None:
         generations = Generations(self.settings.resolved_database_url())
@@ -77,6 +97,8 @@ class ProjectorService:
         self._stop_event.set()
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
+        if self._events is not None:
+            await self._events.close()
 
 
 async def run_projector(settings: Settings) -> None:
