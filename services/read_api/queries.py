@@ -13,6 +13,7 @@ from sqlalchemy import (
     Connection,
     Double,
     Select,
+    bindparam,
     cast,
     column,
     func,
@@ -57,20 +58,29 @@ SUMMARY_COLUMNS = (
 )
 
 
+# Built once: building the statement per request (its cache key included) cost more than running it.
+PAGE_BY_KEY = (
+    select(claim_pages.c.doc, claim_pages.c.last_seq)
+    .where(or_(claim_pages.c.claim_id == bindparam("key"), claim_pages.c.slug == bindparam("key")))
+    .limit(1)
+)
+# How a stored page (compact JSON, written by PAGE.dump_json) says it has no related claims. Only the
+# page's own key can match: in a string value the quotes around "related" would be escaped.
+NO_RELATED = '"related":[]'
+
+
 def claim_page_json(conn: Connection, key: str) -> tuple[bytes, int] | None:
     """A claim's page (JSON) by id or slug and its version (last sequence), related claims resolved.
 
     One indexed read of the stored document, plus one for related claims known only by statement;
     the document is passed through as JSON, never re-validated on the way out.
     """
-    row = conn.execute(
-        select(claim_pages.c.doc, claim_pages.c.last_seq)
-        .where(or_(claim_pages.c.claim_id == key, claim_pages.c.slug == key))
-        .limit(1)
-    ).first()
+    row = conn.execute(PAGE_BY_KEY, {"key": key}).first()
     if row is None:
         return None
     doc, version = row
+    if NO_RELATED in doc:
+        return doc.encode(), version  # nothing to cut or resolve: the stored document as it is
     page = json.loads(doc)
     if len(page["related"]) > RELATED_SHOWN:
         page["related"] = page["related"][:RELATED_SHOWN]  # ranked: the first five
