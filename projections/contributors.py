@@ -14,7 +14,7 @@ from sqlalchemy import Connection, bindparam, select
 from events.disagreement import DisagreementFiled, DisagreementResolved
 from events.source import SourceAttached, SourceCorrected, SourceWithdrawn
 from projections.base import Record
-from projections.sql import chunks, insert_new, upsert
+from projections.sql import append_rows, chunks, insert_new, upsert
 from projections.tables import contributor_activity, contributor_disagreements, contributor_sources
 
 
@@ -25,13 +25,19 @@ class ContributorsProjection:
     version = 1
     tables = (contributor_activity, contributor_sources, contributor_disagreements)
 
+    def __init__(self, *, bulk: bool = False) -> None:
+        # ``bulk`` (a rebuild's workers, folding into a scratch place once): activity rows are appended
+        # with COPY on PostgreSQL. A failed batch abandons such a fold, which starts again on empty tables.
+        self._append = append_rows if bulk else insert_new
+
     def apply_batch(self, conn: Connection, records: Sequence[Record]) -> None:
         """One insert of the batch's activity and one upsert each of the sources and disagreements it touched."""
         if not records:
             return
-        insert_new(conn, contributor_activity, [activity_row(r) for r in records])
+        self._append(conn, contributor_activity, [activity_row(r) for r in records])
         sources = self._load(conn, contributor_sources, "source_id", records, (SourceCorrected, SourceWithdrawn))
         disagreements = self._load(conn, contributor_disagreements, "disagreement_id", records, (DisagreementResolved,))
+        loaded_sources, loaded_disagreements = set(sources), set(disagreements)
         for record in records:
             event = record.event
             if isinstance(event, SourceAttached):
@@ -51,8 +57,18 @@ class ContributorsProjection:
                 })
             elif isinstance(event, DisagreementResolved) and (row := disagreements.get((event.claim_id, event.disagreement_id))):
                 row["outcome"] = row["outcome"] or event.outcome
-        upsert(conn, contributor_sources, list(sources.values()))
-        upsert(conn, contributor_disagreements, list(disagreements.values()))
+        self._write(conn, contributor_sources, sources, loaded_sources)
+        self._write(conn, contributor_disagreements, disagreements, loaded_disagreements)
+
+    def _write(self, conn: Connection, table, rows: dict, loaded: set) -> None:
+        """Upsert the rows; in bulk on PostgreSQL, COPY those this batch created. (A second attach of a
+        source an earlier batch created then fails the COPY, and the rebuild folds that share again
+        writing through, as after any failure of a bulk fold.)"""
+        if self._append is insert_new or conn.dialect.name != "postgresql":
+            upsert(conn, table, list(rows.values()))
+            return
+        append_rows(conn, table, [row for key, row in rows.items() if key not in loaded])
+        upsert(conn, table, [row for key, row in rows.items() if key in loaded])
 
     def forget(self) -> None:
         """Nothing is kept in memory between batches."""

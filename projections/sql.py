@@ -45,6 +45,22 @@ def insert_new_statement(dialect_name: str, table: Table) -> Insert:
     return dialect.insert(table).on_conflict_do_nothing(index_elements=[c.name for c in table.primary_key.columns])
 
 
+def append_rows(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert rows none of which can already be there (a rebuild worker's scratch place): PostgreSQL's
+    COPY, which takes rows about ten times as fast as an executemany of inserts; elsewhere ``insert_new``."""
+    if conn.dialect.name != "postgresql":
+        insert_new(conn, table, rows)
+        return
+    if not rows:
+        return
+    names = [c.name for c in table.columns]
+    values_of = itemgetter(*names)
+    cursor = conn.connection.driver_connection.cursor()
+    with cursor.copy(f'COPY "{table.name}" ({", ".join(names)}) FROM STDIN') as copy:
+        for row in rows:
+            copy.write_row(values_of(row))
+
+
 def chunks(items: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:
     """Consecutive lists of at most ``size`` items."""
     chunk: list[Any] = []

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
 
+from services.db import make_engine, upgrade
 from services.log import ClaimLog
+from tests.conftest import second_database
 from tests.integration.command_api import Api, running_api
 
 
@@ -16,3 +19,13 @@ async def api(claim_log: ClaimLog, engine: Engine) -> AsyncIterator[Api]:
     """The command API with a projector running, on the test's log and database."""
     async for running in running_api(claim_log, engine):
         yield running
+
+
+@pytest.fixture
+def replay_engine(database_url: str, tmp_path: Path) -> Iterator[Engine]:
+    """A second migrated database of the same kind as the test's, for a replay to compare against."""
+    for url in second_database(database_url, tmp_path):
+        engine = make_engine(url)
+        upgrade(engine)
+        yield engine
+        engine.dispose()

@@ -25,19 +25,10 @@ from services.projector.retry import retry_parked
 from services.read_api.queries import claim_page
 from services.replay import _fold_partition
 from tests.builders import attached, filed, history
-from tests.conftest import _postgres_database, random_claim_id, second_database
+from tests.conftest import _postgres_database, random_claim_id
 from tests.integration.test_projector import append_history
 
 POISON_ERROR = "the withdrawal handler has a bug"
-
-
-@pytest.fixture
-def replay_engine(database_url: str, tmp_path: Path) -> Iterator[Engine]:
-    for url in second_database(database_url, tmp_path):
-        engine = make_engine(url)
-        upgrade(engine)
-        yield engine
-        engine.dispose()
 
 
 @pytest.fixture

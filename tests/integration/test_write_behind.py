@@ -10,9 +10,10 @@ from sqlalchemy import Engine, select
 import projections.claim_pages as claim_pages_module
 from projections.base import Record
 from projections.claim_pages import ClaimPagesProjection
+from projections.contributors import ContributorsProjection
 from projections.tables import claim_pages
 from services.db import make_engine, upgrade
-from tests.builders import history
+from tests.builders import PERSON, attached, history
 from tests.conftest import at, random_claim_id
 
 
@@ -61,3 +62,38 @@ def test_a_write_behind_fold_that_loses_a_batch_refuses_to_go_on(two_databases):
         projection.apply_batch(conn, records()[:5])
     with pytest.raises(RuntimeError, match="start the rebuild again"):
         projection.forget()
+
+
+def contributor_rows(engine: Engine) -> dict[str, list[tuple]]:
+    with engine.connect() as conn:
+        return {t.name: conn.execute(select(t).order_by(*t.primary_key.columns)).all() for t in ContributorsProjection.tables}
+
+
+def test_contributors_in_bulk_write_the_same_rows_as_writing_through(engine: Engine, replay_engine: Engine):
+    """A rebuild worker's contributors fold (COPY on PostgreSQL for what a batch creates) writes what the live one does."""
+    log = records()
+    for target, projection in ((engine, ContributorsProjection()), (replay_engine, ContributorsProjection(bulk=True))):
+        for start in range(0, len(log), 7):
+            with target.begin() as conn:
+                projection.apply_batch(conn, log[start : start + 7])
+    expected = contributor_rows(engine)
+    assert sum(map(len, expected.values())) > len(log) and contributor_rows(replay_engine) == expected
+
+
+def test_a_second_attach_of_a_source_fails_a_bulk_fold_on_postgresql_rather_than_differ(engine: Engine):
+    """In bulk on PostgreSQL, a source attached again in a later batch is a duplicate row for COPY: the batch
+    fails (and the rebuild folds that share again writing through) instead of keeping a different row."""
+    claim_id = random_claim_id()
+    first = [Record(seq, at(seq), event) for seq, event in enumerate(history(claim_id)[:3], 1)]
+    again = [Record(10, at(10), attached(claim_id, "s1", "supports", actor=PERSON))]
+    projection = ContributorsProjection(bulk=True)
+    with engine.begin() as conn:
+        projection.apply_batch(conn, first)
+    if engine.dialect.name != "postgresql":
+        with engine.begin() as conn:  # SQLite upserts in bulk too: the row is the live fold's
+            projection.apply_batch(conn, again)
+        [row] = [r for r in contributor_rows(engine)["contributor_sources"] if r.source_id == "s1"]
+        assert row.brought_by == PERSON.id
+        return
+    with pytest.raises(Exception, match="duplicate key value"), engine.begin() as conn:  # psycopg's, from COPY
+        projection.apply_batch(conn, again)
