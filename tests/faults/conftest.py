@@ -16,6 +16,7 @@ import pytest
 
 from services.embedded import EmbeddedNats
 from services.log import ClaimLog, StreamSpec, connect
+from tests.conftest import _postgres_database
 from tests.faults.harness import CleanReplay, migrated, publish_workload
 
 REPLAY_CLAIMS = 10_000
@@ -113,3 +114,12 @@ async def small_replay_log(tmp_path_factory: pytest.TempPathFactory) -> AsyncIte
 
 def sqlite_url(directory: Path, name: str) -> str:
     return f"sqlite:///{directory / name}"
+
+
+@pytest.fixture
+def two_postgres_databases() -> Iterator[tuple[str, str]]:
+    """Two fresh databases on the shared test PostgreSQL (created and dropped, the server is not touched):
+    the faulted projector's, and a clean replay's."""
+    for faulted in _postgres_database():
+        for clean in _postgres_database():
+            yield faulted, clean

@@ -14,7 +14,7 @@ import hashlib
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,7 @@ from sqlalchemy import Engine, select
 from events.subjects import claim_of
 from projections.tables import claim_pages, metadata, parked_events
 from services.log import ClaimLog, StreamSpec, connect
-from tests.conftest import POSTGRES_URL, _postgres_database
+from tests.conftest import POSTGRES_URL
 from tests.faults.conftest import PublishedLog, sqlite_url
 from tests.faults.harness import (
     ROOT,
@@ -218,20 +218,12 @@ async def test_a_poison_event_parks_its_claims_later_events_in_order_while_every
         engine.dispose()
 
 
-@pytest.fixture
-def postgres_pair() -> Iterator[tuple[str, str]]:
-    """Two fresh databases on the shared test PostgreSQL: the poisoned projector's and a clean replay's."""
-    for poisoned in _postgres_database():
-        for clean in _postgres_database():
-            yield poisoned, clean
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 async def test_a_poison_event_into_postgresql_parks_its_claims_later_events_in_order_and_retry_after_the_fix_gives_a_clean_replay(
-    small_replay_log: PublishedLog, postgres_pair: tuple[str, str], tmp_path, fault_report
+    small_replay_log: PublishedLog, two_postgres_databases: tuple[str, str], tmp_path, fault_report
 ):
-    url, clean_url = postgres_pair
+    url, clean_url = two_postgres_databases
     engine, clean_engine = migrated(url), migrated(clean_url)
     nc = await connect(small_replay_log.url, name="faults-clean-replay-poison-pg")
     try:

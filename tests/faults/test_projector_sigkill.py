@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import Engine
 
 from services.log import ClaimLog, StreamSpec, connect
-from tests.conftest import POSTGRES_URL, _postgres_database
+from tests.conftest import POSTGRES_URL
 from tests.faults.conftest import PublishedLog, sqlite_url
 from tests.faults.harness import (
     CleanReplay,
@@ -103,14 +103,6 @@ async def test_a_projector_sigkilled_ten_times_during_a_replay_of_100000_events_
         )
     finally:
         engine.dispose()
-
-
-@pytest.fixture
-def two_postgres_databases() -> Iterator[tuple[str, str]]:
-    """Two fresh databases on the shared test PostgreSQL (created and dropped, the server is not touched)."""
-    for killed in _postgres_database():
-        for clean in _postgres_database():
-            yield killed, clean
 
 
 @pytest.mark.slow

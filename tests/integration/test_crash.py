@@ -17,7 +17,7 @@ from projections.tables import checkpoints
 from services.log import ClaimLog
 from tests.builders import history
 from tests.conftest import random_claim_id
-from tests.integration.test_projector import project_all, replay_engine  # noqa: F401 - fixture
+from tests.integration.test_projector import project_all
 
 CLAIMS = 1500  # x 14 events = 21,000 events
 

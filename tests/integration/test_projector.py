@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from sqlalchemy import Engine, func, select
 
@@ -14,12 +11,11 @@ from projections.claim_page import fold
 from projections.page_model import PAGE
 from projections.registry import build_projections
 from projections.tables import claim_pages, unreadable_events
-from services.db import make_engine, upgrade
 from services.log import ClaimLog
 from services.projector import FencingError, Projector
 from services.read_api.queries import claim_page
 from tests.builders import attached, drafted, history, withdrawn
-from tests.conftest import random_claim_id, second_database
+from tests.conftest import random_claim_id
 
 
 async def project_all(claim_log: ClaimLog, engine: Engine, *, batch: int = 1000, name: str = "projector") -> Projector:
@@ -31,15 +27,6 @@ async def project_all(claim_log: ClaimLog, engine: Engine, *, batch: int = 1000,
 async def append_history(claim_log: ClaimLog, claim_id: str, events=None) -> None:
     head = await claim_log.claim_head(claim_id)
     await claim_log.append(claim_id, events or history(claim_id), expected_seq=head.seq, prev_hash=head.hash)
-
-
-@pytest.fixture
-def replay_engine(database_url: str, tmp_path: Path) -> Iterator[Engine]:
-    for url in second_database(database_url, tmp_path):
-        engine = make_engine(url)
-        upgrade(engine)
-        yield engine
-        engine.dispose()
 
 
 async def test_the_page_shows_what_the_log_says(claim_log: ClaimLog, engine: Engine, claim_id: str):
