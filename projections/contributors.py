@@ -26,15 +26,16 @@ class ContributorsProjection:
     tables = (contributor_activity, contributor_sources, contributor_disagreements)
 
     def __init__(self, *, bulk: bool = False) -> None:
-        # ``bulk`` (a rebuild's workers, folding into a scratch place once): activity rows are appended
-        # with COPY on PostgreSQL. A failed batch abandons such a fold, which starts again on empty tables.
-        self._append = append_rows if bulk else insert_new
+        # ``bulk`` (a rebuild's workers, folding into a scratch place once): the rows a batch creates are
+        # appended with COPY on PostgreSQL. A failed batch abandons such a fold, which starts again on
+        # empty tables.
+        self._bulk = bulk
 
     def apply_batch(self, conn: Connection, records: Sequence[Record]) -> None:
         """One insert of the batch's activity and one upsert each of the sources and disagreements it touched."""
         if not records:
             return
-        self._append(conn, contributor_activity, [activity_row(r) for r in records])
+        (append_rows if self._bulk else insert_new)(conn, contributor_activity, [activity_row(r) for r in records])
         sources = self._load(conn, contributor_sources, "source_id", records, (SourceCorrected, SourceWithdrawn))
         disagreements = self._load(conn, contributor_disagreements, "disagreement_id", records, (DisagreementResolved,))
         loaded_sources, loaded_disagreements = set(sources), set(disagreements)
@@ -64,7 +65,7 @@ class ContributorsProjection:
         """Upsert the rows; in bulk on PostgreSQL, COPY those this batch created. (A second attach of a
         source an earlier batch created then fails the COPY, and the rebuild folds that share again
         writing through, as after any failure of a bulk fold.)"""
-        if self._append is insert_new or conn.dialect.name != "postgresql":
+        if not self._bulk or conn.dialect.name != "postgresql":
             upsert(conn, table, list(rows.values()))
             return
         append_rows(conn, table, [row for key, row in rows.items() if key not in loaded])

@@ -171,20 +171,22 @@ class DurableConsumer:
 
 
 def _sequence(reply: str) -> int:
-    """The stream sequence in a JetStream ack subject (both formats, as ``_position``)."""
+    """The stream sequence in a JetStream ack subject."""
     tokens = reply.split(".")
-    if len(tokens) == 9:
-        return int(tokens[5])
-    if len(tokens) >= 11:
-        return int(tokens[7])
-    raise LogError(f"not a JetStream delivery: reply subject {reply!r}")
+    return int(tokens[_sequence_at(tokens, reply)])
 
 
 def _position(reply: str) -> tuple[int, datetime]:
-    """Stream sequence and store time from a JetStream ack subject (both of its formats)."""
+    """Stream sequence and store time from a JetStream ack subject."""
     tokens = reply.split(".")
+    at = _sequence_at(tokens, reply)
+    return int(tokens[at]), store_time_from_ns(int(tokens[at + 2]))
+
+
+def _sequence_at(tokens: list[str], reply: str) -> int:
+    """Where the stream sequence is among an ack subject's tokens, in both of its formats."""
     if len(tokens) == 9:  # $JS.ACK.<stream>.<consumer>.<delivered>.<seq>.<cseq>.<time>.<pending>
-        return int(tokens[5]), store_time_from_ns(int(tokens[7]))
+        return 5
     if len(tokens) >= 11:  # $JS.ACK.<domain>.<account>.<stream>.<consumer>.<delivered>.<seq>.<cseq>.<time>...
-        return int(tokens[7]), store_time_from_ns(int(tokens[9]))
+        return 7
     raise LogError(f"not a JetStream delivery: reply subject {reply!r}")

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine
 
 from services.embedded import EmbeddedNats
 from services.log import ClaimLog, StreamSpec, connect
-from tests.conftest import _postgres_database
+from tests.conftest import POSTGRES_URL, _postgres_database
 from tests.faults.harness import CleanReplay, migrated, publish_workload
 
 REPLAY_CLAIMS = 10_000
@@ -116,10 +117,27 @@ def sqlite_url(directory: Path, name: str) -> str:
     return f"sqlite:///{directory / name}"
 
 
+@dataclass(frozen=True)
+class PostgresTarget:
+    """A fresh PostgreSQL database for the faulted projector, and a clean replay into another one."""
+
+    url: str
+    engine: Engine
+    clean: CleanReplay
+
+
 @pytest.fixture
-def two_postgres_databases() -> Iterator[tuple[str, str]]:
+async def postgres_target(small_replay_log: PublishedLog, fault_report) -> AsyncIterator[PostgresTarget]:
     """Two fresh databases on the shared test PostgreSQL (created and dropped, the server is not touched):
-    the faulted projector's, and a clean replay's."""
-    for faulted in _postgres_database():
-        for clean in _postgres_database():
-            yield faulted, clean
+    the faulted projector's, and a clean replay's of ``small_replay_log``."""
+    for url in _postgres_database():
+        for clean_url in _postgres_database():
+            engine, clean_engine = migrated(url), migrated(clean_url)
+            nc = await connect(small_replay_log.url, name="faults-clean-replay-pg")
+            try:
+                fault_report(f"PostgreSQL at {POSTGRES_URL.rsplit('@', 1)[-1]}")
+                yield PostgresTarget(url, engine, CleanReplay(ClaimLog(nc, StreamSpec("CLAIMS")), clean_engine, name="clean-replay-pg"))
+            finally:
+                await nc.close()
+                engine.dispose()
+                clean_engine.dispose()

@@ -22,9 +22,8 @@ from sqlalchemy import Engine, select
 
 from events.subjects import claim_of
 from projections.tables import claim_pages, metadata, parked_events
-from services.log import ClaimLog, StreamSpec, connect
-from tests.conftest import POSTGRES_URL
-from tests.faults.conftest import PublishedLog, sqlite_url
+from services.log import ClaimLog
+from tests.faults.conftest import PostgresTarget, PublishedLog, sqlite_url
 from tests.faults.harness import (
     ROOT,
     CleanReplay,
@@ -221,24 +220,14 @@ async def test_a_poison_event_parks_its_claims_later_events_in_order_while_every
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 async def test_a_poison_event_into_postgresql_parks_its_claims_later_events_in_order_and_retry_after_the_fix_gives_a_clean_replay(
-    small_replay_log: PublishedLog, two_postgres_databases: tuple[str, str], tmp_path, fault_report
+    small_replay_log: PublishedLog, postgres_target: PostgresTarget, tmp_path, fault_report
 ):
-    url, clean_url = two_postgres_databases
-    engine, clean_engine = migrated(url), migrated(clean_url)
-    nc = await connect(small_replay_log.url, name="faults-clean-replay-poison-pg")
-    try:
-        clean = CleanReplay(ClaimLog(nc, StreamSpec("CLAIMS")), clean_engine, name="clean-replay-poison-pg")
-        fault_report(f"PostgreSQL at {POSTGRES_URL.rsplit('@', 1)[-1]}")
-        await poison_then_retry(
-            small_replay_log,
-            url,
-            engine,
-            clean,
-            fault_report,
-            name="poisoned-postgres",
-            projector_log=tmp_path / "projector.log",
-        )
-    finally:
-        await nc.close()
-        engine.dispose()
-        clean_engine.dispose()
+    await poison_then_retry(
+        small_replay_log,
+        postgres_target.url,
+        postgres_target.engine,
+        postgres_target.clean,
+        fault_report,
+        name="poisoned-postgres",
+        projector_log=tmp_path / "projector.log",
+    )

@@ -15,9 +15,7 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine
 
-from services.log import ClaimLog, StreamSpec, connect
-from tests.conftest import POSTGRES_URL
-from tests.faults.conftest import PublishedLog, sqlite_url
+from tests.faults.conftest import PostgresTarget, PublishedLog, sqlite_url
 from tests.faults.harness import (
     CleanReplay,
     checkpoint,
@@ -108,25 +106,15 @@ async def test_a_projector_sigkilled_ten_times_during_a_replay_of_100000_events_
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 async def test_a_projector_sigkilled_three_times_during_a_replay_of_20000_events_into_postgresql_ends_equal_to_a_clean_replay(
-    small_replay_log: PublishedLog, two_postgres_databases: tuple[str, str], fault_report
+    small_replay_log: PublishedLog, postgres_target: PostgresTarget, fault_report
 ):
-    url, clean_url = two_postgres_databases
-    engine, clean_engine = migrated(url), migrated(clean_url)
-    nc = await connect(small_replay_log.url, name="faults-clean-replay-pg")
-    try:
-        clean = CleanReplay(ClaimLog(nc, StreamSpec("CLAIMS")), clean_engine, name="clean-replay-pg")
-        fault_report(f"PostgreSQL at {POSTGRES_URL.rsplit('@', 1)[-1]}")
-        await kill_during_replay(
-            small_replay_log,
-            url,
-            engine,
-            clean,
-            fault_report,
-            name="killed-postgres",
-            seed=11,
-            kills=3,
-        )
-    finally:
-        await nc.close()
-        engine.dispose()
-        clean_engine.dispose()
+    await kill_during_replay(
+        small_replay_log,
+        postgres_target.url,
+        postgres_target.engine,
+        postgres_target.clean,
+        fault_report,
+        name="killed-postgres",
+        seed=11,
+        kills=3,
+    )
