@@ -56,11 +56,11 @@ class Command(BaseModel):
     @classmethod
     def event_type(cls) -> type[Event]:
         """The event class this command produces when it is accepted."""
-        return EVENT_TYPES[COMMANDS[cls.model_fields["command"].default][0]]
+        return _EVENT_CLASS[cls]
 
     def facts(self) -> dict[str, Any]:
         """The event fields this command carries (everything but ``command`` and ``event_id``)."""
-        return {name: getattr(self, name) for name in type(self).model_fields if name not in ("command", "event_id")}
+        return {name: getattr(self, name) for name in _FACTS[type(self)]}
 
 
 def _command_model(name: str, event_type: str, decided: frozenset[str]) -> type[Command]:
@@ -77,6 +77,15 @@ def _command_model(name: str, event_type: str, decided: frozenset[str]) -> type[
 
 COMMAND_TYPES: dict[str, type[Command]] = {
     name: _command_model(name, event_type, decided) for name, (event_type, decided) in COMMANDS.items()
+}
+# Per command class, looked up once (a bulk ingest asks for both at every line): the event class it
+# produces, and the fields it hands on to that event.
+_EVENT_CLASS: dict[type[Command], type[Event]] = {
+    model: EVENT_TYPES[COMMANDS[name][0]] for name, model in COMMAND_TYPES.items()
+}
+_FACTS: dict[type[Command], tuple[str, ...]] = {
+    model: tuple(field for field in model.model_fields if field not in ("command", "event_id"))
+    for model in COMMAND_TYPES.values()
 }
 AnyCommand = Annotated[Union[tuple(COMMAND_TYPES.values())], Field(discriminator="command")]  # noqa: UP007
 COMMAND_ADAPTER: TypeAdapter[Command] = TypeAdapter(AnyCommand)

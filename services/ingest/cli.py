@@ -106,19 +106,23 @@ async def ingest_commands(
 def throttled_advance(progress: Progress, task, unit: str, every: float = 0.1):
     """A callback advancing ``task`` that redraws at most every ``every`` seconds.
 
-    Rich's ``Task.speed`` walks its samples on each call: per line, it cost more than the work.
+    Rich's ``Task.speed`` walks its samples on each call, and ``Progress.tasks`` copies the task list
+    under a lock: per line, they cost more than the work. The callback counts for itself and asks
+    Rich only when it redraws, or when the task completes.
     """
     import time
 
-    pending = [0, time.monotonic()]
+    state = {"pending": 0, "done": 0, "at": time.monotonic()}
+    total = next(t.total for t in progress.tasks if t.id == task) or 0
 
     def advance(count: int) -> None:
-        pending[0] += count
+        state["pending"] += count
         now = time.monotonic()
-        if now - pending[1] >= every or progress.tasks[0].completed + pending[0] >= (progress.tasks[0].total or 0):
-            progress.update(task, advance=pending[0])
-            speed = progress.tasks[0].speed
+        if now - state["at"] >= every or state["done"] + state["pending"] >= total:
+            progress.update(task, advance=state["pending"])
+            speed = next(t.speed for t in progress.tasks if t.id == task)
             progress.update(task, rate=f"{speed:,.0f} {unit}/s" if speed else "")
-            pending[0], pending[1] = 0, now
+            state["done"] += state["pending"]
+            state["pending"], state["at"] = 0, now
 
     return advance

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from nats.aio.client import NATS_HDR_LINE_SIZE, Client
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 
-from services.log.reader import RESTORED_TIME
-
+log = logging.getLogger(__name__)
+# Set only by ``claimlog import`` (services/log/restore.py): the store time the event had in the
+# exported log. It stands for the server's time, so a restored log folds into the same read models.
+RESTORED_TIME = "Claimlog-Stored-At"
 _STATUS_MARK = b" "  # "NATS/1.0 100 ..." : a status line from the server (heartbeat, flow control, 404)
 _RESTORED = RESTORED_TIME.encode()
 
@@ -42,17 +46,6 @@ class FastHeadersClient(Client):
                 out[key] = value.strip().decode("utf-8", "replace")
         return out
 
-
-class EventsOnlyClient(FastHeadersClient):
-    """A connection for replaying the log: it does not parse the stored events' own headers.
-
-    nats-py parses every message's headers in Python, and for a replay that is a quarter of the
-    receiving time spent on headers (``Nats-Msg-Id``, the expected-sequence pair) nobody reads: the
-    sequence and store time come from the reply subject. Status lines from the server (heartbeats,
-    flow control, end of a pull request) are still parsed. Only for connections that consume events;
-    direct gets and requests need their headers.
-    """
-
     def __init__(self) -> None:
         super().__init__()
         self._sinks: dict[int, Callable[[Msg], None]] = {}
@@ -61,9 +54,10 @@ class EventsOnlyClient(FastHeadersClient):
         """Hand each message of subscription ``sid`` to ``sink`` as soon as it is parsed (None: stop).
 
         nats-py passes a subscription's messages through a queue of its own and a task that awaits the
-        subscription's callback once per message; a consumer that only appends them to its own queue
-        pays for both at every event (about a fifth of a replay worker's time). Such a subscription is
-        made without a callback, and its messages come here instead.
+        subscription's callback once per message; a consumer that only appends them to its own queue,
+        or resolves a future, pays for both at every message (about a fifth of a replay worker's time,
+        and of a bulk ingest's acknowledgements). Such a subscription is made without a callback, and
+        its messages come here instead (``subscribe_plain``).
         """
         if sink is None:
             self._sinks.pop(sid, None)
@@ -76,14 +70,60 @@ class EventsOnlyClient(FastHeadersClient):
             return await super()._process_msg(sid, subject, reply, data, headers)
         self.stats["in_msgs"] += 1
         self.stats["in_bytes"] += len(data)
-        sink(self._build_message(sid, subject, reply, data, await self._process_headers(headers)))
+        msg = self._build_message(sid, subject, reply, data, await self._process_headers(headers))
+        try:
+            sink(msg)
+        except Exception:  # as nats-py does with a callback's error: reported, and the connection goes on
+            log.exception("handling a message on %s failed", msg.subject)
         return None
+
+
+class EventsOnlyClient(FastHeadersClient):
+    """A connection for replaying the log: it does not parse the stored events' own headers.
+
+    nats-py parses every message's headers in Python, and for a replay that is a quarter of the
+    receiving time spent on headers (``Nats-Msg-Id``, the expected-sequence pair) nobody reads: the
+    sequence and store time come from the reply subject. Status lines from the server (heartbeats,
+    flow control, end of a pull request) are still parsed. Only for connections that consume events;
+    direct gets and requests need their headers.
+    """
 
     async def _process_headers(self, headers):  # noqa: ANN001, ANN202 - overrides nats-py's private hook
         # A restored event's store time is in its headers (services/log/restore.py): those are parsed.
         if headers and headers[NATS_HDR_LINE_SIZE : NATS_HDR_LINE_SIZE + 1] != _STATUS_MARK and _RESTORED not in headers:
             return None
         return await super()._process_headers(headers)
+
+
+class PlainSubscription:
+    """A subscription whose messages go to a plain function, as they are parsed (see ``subscribe_plain``)."""
+
+    def __init__(self, nc: Client, sub: Subscription) -> None:
+        self._nc, self._sub = nc, sub
+        self.subject = sub.subject
+
+    async def unsubscribe(self) -> None:
+        if isinstance(self._nc, FastHeadersClient):
+            self._nc.deliver_raw(self._sub._id, None)
+        await self._sub.unsubscribe()
+
+
+async def subscribe_plain(nc: Client, subject: str, sink: Callable[[Msg], None]) -> PlainSubscription:
+    """Subscribe ``sink`` (a function that must not block) to ``subject``.
+
+    On claimlog's connections each message reaches it straight from the parser (``deliver_raw``);
+    on any other nats-py client, through the usual callback task.
+    """
+    if isinstance(nc, FastHeadersClient):
+        sub = await nc.subscribe(subject)
+        nc.deliver_raw(sub._id, sink)
+    else:
+
+        async def callback(msg: Msg) -> None:
+            sink(msg)
+
+        sub = await nc.subscribe(subject, cb=callback)
+    return PlainSubscription(nc, sub)
 
 
 def server_list(url: str) -> list[str]:

@@ -21,7 +21,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, ReplayPolicy
 from nats.js.errors import NotFoundError
 
 from events.subjects import ALL_EVENTS
-from services.log.connection import EventsOnlyClient
+from services.log.connection import subscribe_plain
 from services.log.errors import LogError
 from services.log.reader import store_time_from_ns, stored_time
 
@@ -63,11 +63,7 @@ class DurableConsumer:
         with contextlib.suppress(NotFoundError):
             await jsm.delete_consumer(self._stream, self._name)
         await jsm.add_consumer(self._stream, self._config(after_seq))
-        if isinstance(self._nc, EventsOnlyClient):  # straight into this consumer's queue (see deliver_raw)
-            self._sub = await self._nc.subscribe(self._nc.new_inbox())
-            self._nc.deliver_raw(self._sub._id, self._queue.put_nowait)
-        else:
-            self._sub = await self._nc.subscribe(self._nc.new_inbox(), cb=self._queue.put)
+        self._sub = await subscribe_plain(self._nc, self._nc.new_inbox(), self._queue.put_nowait)
         self._owed = 0
         self._heard_at = asyncio.get_running_loop().time()
 
@@ -88,8 +84,6 @@ class DurableConsumer:
     async def stop(self) -> None:
         """Stop receiving; the durable consumer stays on the server."""
         if self._sub is not None:
-            if isinstance(self._nc, EventsOnlyClient):
-                self._nc.deliver_raw(self._sub._id, None)
             await self._sub.unsubscribe()
             self._sub = None
 

@@ -16,6 +16,7 @@ from nats.aio.msg import Msg
 
 from events import Event
 from services.log.chain import chain, event_hash
+from services.log.connection import subscribe_plain
 from services.log.errors import ConflictError, PublishError
 from services.log.writer import (
     AlreadyStored,
@@ -42,7 +43,7 @@ class Pipeline:
         self._followups: set[asyncio.Task] = set()
 
     async def __aenter__(self) -> Pipeline:
-        self._sub = await self._nc.subscribe(f"{self._prefix}.*", cb=self._on_ack)
+        self._sub = await subscribe_plain(self._nc, f"{self._prefix}.*", self._on_ack)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -79,7 +80,7 @@ class Pipeline:
         while self._followups:
             await asyncio.gather(*self._followups, return_exceptions=True)
 
-    async def _on_ack(self, msg: Msg) -> None:
+    def _on_ack(self, msg: Msg) -> None:
         token = msg.subject.rsplit(".", 1)[1]
         entry = self._pending.pop(token, None)
         if entry is None or entry[0].done():

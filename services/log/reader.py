@@ -16,6 +16,7 @@ from nats.js.errors import NotFoundError
 from events import Event, decode
 from events.subjects import ALL_EVENTS, claim_filter
 from services.log.chain import event_hash
+from services.log.connection import RESTORED_TIME, subscribe_plain
 from services.log.errors import LogError
 
 PAGE = 1000
@@ -89,9 +90,6 @@ def parse_store_time(text: str) -> datetime:
     return datetime.fromisoformat(stamp).replace(tzinfo=UTC)
 
 
-# Set only by ``claimlog import`` (services/log/restore.py): the store time the event had in the
-# exported log. It stands for the server's time, so a restored log folds into the same read models.
-RESTORED_TIME = "Claimlog-Stored-At"
 
 
 def stored_time(headers: dict[str, str] | None, server_time: datetime) -> datetime:
@@ -169,7 +167,7 @@ class ClaimReader:
     async def start(self) -> None:
         """Subscribe to the replies (once)."""
         if self._sub is None:
-            self._sub = await self._nc.subscribe(f"{self._prefix}.*", cb=self._on_reply)
+            self._sub = await subscribe_plain(self._nc, f"{self._prefix}.*", self._on_reply)
 
     async def close(self) -> None:
         """Stop listening for replies."""
@@ -232,7 +230,7 @@ class ClaimReader:
             self._pending.pop(token, None)
         return page, more
 
-    async def _on_reply(self, msg: Msg) -> None:
+    def _on_reply(self, msg: Msg) -> None:
         # Once per event of every read: kept lean (a read of a claim of 1,000 events runs it 1,000 times).
         entry = self._pending.get(msg.subject[self._token_at :])
         if entry is None or entry[0].done():

@@ -16,8 +16,8 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from events.subjects import claim_filter, claim_of
+from services.log.connection import RESTORED_TIME, subscribe_plain
 from services.log.errors import PublishError
-from services.log.reader import RESTORED_TIME
 
 ACK_TIMEOUT = 30.0
 
@@ -46,7 +46,7 @@ class Republisher:
         self.failure: PublishError | None = None
 
     async def __aenter__(self) -> Republisher:
-        self._sub = await self._nc.subscribe(f"{self._prefix}.*", cb=self._on_ack)
+        self._sub = await subscribe_plain(self._nc, f"{self._prefix}.*", self._on_ack)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -85,7 +85,7 @@ class Republisher:
         if self.failure is not None:
             raise self.failure
 
-    async def _on_ack(self, msg: Msg) -> None:
+    def _on_ack(self, msg: Msg) -> None:
         token = msg.subject.rsplit(".", 1)[1]
         future = self._pending.pop(token, None)
         if future is None or future.done():
