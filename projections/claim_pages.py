@@ -16,6 +16,9 @@ from projections.sql import chunks, execute_many, insert_new, upsert
 from projections.tables import RELATION_COLUMNS, claim_pages
 
 CACHE_PAGES = 20_000
+# A rebuild worker's cache: its pages wait there to be written, so it bounds the worker's memory
+# however long the log (pages left out are written, and read back if their claim comes again).
+WRITE_BEHIND_PAGES = 2_000
 
 
 class ClaimPagesProjection:
@@ -31,9 +34,10 @@ class ClaimPagesProjection:
     version = 2  # 2: standing and the scorecard rules (projections/scorecard.py, RULES_VERSION 1)
     tables = (claim_pages,)
 
-    def __init__(self, *, write_behind: bool = False) -> None:
+    def __init__(self, *, write_behind: bool = False, cache_pages: int | None = None) -> None:
         self._cache: OrderedDict[str, ClaimPage] = OrderedDict()
         self._write_behind = write_behind
+        self._cache_pages = cache_pages or (WRITE_BEHIND_PAGES if write_behind else CACHE_PAGES)
         self._dirty: set[str] = set()
         # Per cached page (writing through): its row's columns as the table has them, but the document.
         self._written: dict[str, dict] = {}
@@ -110,7 +114,7 @@ class ClaimPagesProjection:
         self._cache[claim_id] = page
         self._cache.move_to_end(claim_id)
         evicted = []
-        while len(self._cache) > CACHE_PAGES:
+        while len(self._cache) > self._cache_pages:
             old_id, old_page = self._cache.popitem(last=False)
             self._written.pop(old_id, None)
             if old_id in self._dirty:

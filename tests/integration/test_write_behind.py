@@ -45,15 +45,21 @@ def two_databases(tmp_path: Path):
         engine.dispose()
 
 
-def test_write_behind_with_a_cache_smaller_than_the_claims_writes_the_same_pages(two_databases, monkeypatch):
-    monkeypatch.setattr(claim_pages_module, "CACHE_PAGES", 3)  # pages leave the cache, dirty, all the time
+def test_write_behind_with_a_cache_smaller_than_the_claims_writes_the_same_pages(two_databases):
     log = records()
     live, behind = two_databases
+    small = ClaimPagesProjection(write_behind=True, cache_pages=3)  # pages leave the cache, dirty, all the time
 
-    expected = fold(live, log, ClaimPagesProjection(), batch=5)
-    got = fold(behind, log, ClaimPagesProjection(write_behind=True), batch=5)
+    expected = fold(live, log, ClaimPagesProjection(cache_pages=3), batch=5)
+    got = fold(behind, log, small, batch=5)
 
     assert len(expected) == 8 and got == expected
+    assert len(small._cache) <= 3
+
+
+def test_a_rebuild_workers_cache_is_bounded_below_the_live_one():
+    assert claim_pages_module.WRITE_BEHIND_PAGES < claim_pages_module.CACHE_PAGES
+    assert ClaimPagesProjection(write_behind=True)._cache_pages == claim_pages_module.WRITE_BEHIND_PAGES
 
 
 def test_a_write_behind_fold_that_loses_a_batch_refuses_to_go_on(two_databases):
