@@ -19,7 +19,7 @@ def statement_key(statement: str) -> str:
     """A stable key for a statement, so related claims resolve to pages by what they say.
 
     Cached: the projector asks for it at every event of a claim, and a statement rarely changes. The
-    cache holds more statements than the projector keeps pages (CACHE_PAGES), and no more: a rebuild
+    cache holds more statements than the live projector keeps pages (20,000), and no more: a rebuild
     writes each page about once, and its memory must not grow with the number of claims."""
     normal = _SPACE.sub(" ", statement).strip().casefold()
     return "stmt-" + hashlib.sha256(normal.encode()).hexdigest()[:24]

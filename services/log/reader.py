@@ -90,8 +90,6 @@ def parse_store_time(text: str) -> datetime:
     return datetime.fromisoformat(stamp).replace(tzinfo=UTC)
 
 
-
-
 def stored_time(headers: dict[str, str] | None, server_time: datetime) -> datetime:
     """When the event entered the log: its restored store time, if it was imported, else the server's."""
     restored = headers.get(RESTORED_TIME) if headers else None
