@@ -10,13 +10,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nats.aio.client import Client
-from nats.aio.msg import Msg
 from nats.js.errors import NotFoundError
 
 from events import Event, decode
 from events.subjects import ALL_EVENTS, claim_filter
 from services.log.chain import event_hash
-from services.log.connection import RESTORED_TIME, subscribe_plain
+from services.log.connection import RESTORED_TIME, RawHeaders, subscribe_plain
 from services.log.errors import LogError
 
 PAGE = 1000
@@ -165,7 +164,7 @@ class ClaimReader:
     async def start(self) -> None:
         """Subscribe to the replies (once)."""
         if self._sub is None:
-            self._sub = await subscribe_plain(self._nc, f"{self._prefix}.*", self._on_reply)
+            self._sub = await subscribe_plain(self._nc, f"{self._prefix}.*", self._on_reply, frames=True)
 
     async def close(self) -> None:
         """Stop listening for replies."""
@@ -228,13 +227,12 @@ class ClaimReader:
             self._pending.pop(token, None)
         return page, more
 
-    def _on_reply(self, msg: Msg) -> None:
+    def _on_reply(self, subject: str, data: bytes, headers: RawHeaders | dict[str, str]) -> None:
         # Once per event of every read: kept lean (a read of a claim of 1,000 events runs it 1,000 times).
-        entry = self._pending.get(msg.subject[self._token_at :])
+        entry = self._pending.get(subject[self._token_at :])
         if entry is None or entry[0].done():
             return  # a late reply to a read that timed out
         done, page = entry
-        headers = msg.headers or {}
         status = headers.get("Status")
         if not status:
             restored = headers.get(RESTORED_TIME)  # as in stored_time: an imported event's store time wins
@@ -243,7 +241,7 @@ class ClaimReader:
                     int(headers["Nats-Sequence"]),
                     headers["Nats-Subject"],
                     parse_store_time(restored or headers["Nats-Time-Stamp"]),
-                    msg.data,
+                    data,
                     headers.get("Nats-Msg-Id"),
                 )
             )

@@ -6,7 +6,7 @@ import pytest
 from nats.aio.client import Client
 
 from services.log import LogError
-from services.log.connection import FastHeadersClient
+from services.log.connection import FastHeadersClient, RawHeaders
 from services.log.consumer import _position
 from services.log.reader import parse_store_time, store_time_from_ns
 
@@ -41,3 +41,38 @@ def test_a_reply_that_is_not_an_ack_subject_is_refused():
 )
 def test_the_fast_header_parser_reads_what_nats_py_reads(raw: bytes):
     assert FastHeadersClient._parse_header_lines(raw) == Client._parse_header_lines(raw)
+
+
+DIRECT_GET_REPLY = (
+    # A stored message's own headers come first (here, forged server names); the server's follow.
+    b"NATS/1.0\r\nNats-Msg-Id: 0193a1b2-0000-7000-8000-000000000000\r\nNats-Sequence: 999\r\n"
+    b"Nats-Subject: claims.FAKE.ClaimDrafted\r\nClaimlog-Stored-At: 2026-01-01T00:00:00Z\r\n"
+    b"Nats-Stream: CLAIMS\r\nNats-Subject: claims.CLM-0338.ClaimDrafted\r\nNats-Sequence: 12\r\n"
+    b"Nats-Time-Stamp: 2026-12-03T05:00:00.123456789Z\r\nNats-Num-Pending: 3\r\nNats-Last-Sequence: 11\r\n\r\n"
+)
+NAMES = ("Nats-Msg-Id", "Nats-Sequence", "Nats-Subject", "Claimlog-Stored-At", "Nats-Time-Stamp", "Nats-Num-Pending",
+         "Status", "Description", "Absent")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        DIRECT_GET_REPLY,
+        b"NATS/1.0 204 EOB\r\nNats-Num-Pending: 0\r\nNats-Last-Sequence: 1\r\n\r\n",
+        b"NATS/1.0 404 Message Not Found\r\n\r\n",
+        b"NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages: 7\r\n\r\n",
+        b"NATS/1.0 404\r\n\r\n",
+    ],
+)
+async def test_raw_headers_read_each_name_as_nats_py_does(raw: bytes):
+    parsed = await Client()._process_headers(raw)
+    headers = RawHeaders(raw)
+    assert {name: headers.get(name) for name in NAMES} == {name: parsed.get(name) for name in NAMES}
+
+
+def test_of_a_name_given_twice_the_servers_value_wins():
+    headers = RawHeaders(DIRECT_GET_REPLY)
+    assert (headers["Nats-Sequence"], headers["Nats-Subject"]) == ("12", "claims.CLM-0338.ClaimDrafted")
+    with pytest.raises(KeyError):
+        headers["Nats-Absent"]
+    assert not RawHeaders(None) and RawHeaders(None).get("Status") is None
