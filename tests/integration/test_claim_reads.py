@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import nats
 import pytest
 
 import services.log.reader as reader
@@ -77,3 +78,15 @@ async def test_a_read_has_the_server_store_times_and_a_restored_store_time_where
     assert stored[0].msg_id == first.event_id and stored[1].msg_id is None
     assert stored[1].stored_at == datetime(2020, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
     assert stored[1].event.prev_hash == stored[0].hash
+
+
+async def test_any_nats_py_client_reads_a_claim_as_claimlogs_connections_do(claim_log: ClaimLog, nats_url: str):
+    claims = [random_claim_id() for _ in range(2)]
+    await _interleaved(claim_log, claims, per_claim=6)
+    plain = await nats.connect(nats_url)  # headers parsed by nats-py, replies through its callback task
+    try:
+        async with ClaimReader(plain, claim_log.stream) as other:
+            assert _identity(await other.read(claims[0])) == _identity(await claim_log.read_claim(claims[0]))
+            assert await other.read(random_claim_id()) == []
+    finally:
+        await plain.close()
