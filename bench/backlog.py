@@ -89,7 +89,7 @@ async def main(args: argparse.Namespace) -> None:
     server = EmbeddedNats(workdir / "nats", sync=args.sync)
     url = server.start()
     try:
-        nc = await connect(url, events_only=True)  # as `claimlog projector` consumes (services/projector/main.py)
+        nc = await connect(url)
         claim_log = ClaimLog(nc, StreamSpec("CLAIMS"))
         await claim_log.ensure()
         started = time.perf_counter()

@@ -108,8 +108,7 @@ async def rebuild_generation(
     number, engine = generations.create()
     try:
         async with nats_server(settings, role="projector") as url:
-            # A connection of its own that skips parsing the stored events' headers (see EventsOnlyClient).
-            nc = await connect(url, name="claimlog-replay", events_only=True)
+            nc = await connect(url, name="claimlog-replay")
             try:
                 claim_log = ClaimLog(nc, stream_spec(settings))
                 await ready(claim_log)
@@ -211,7 +210,7 @@ async def _fold_partition(nats_url: str, spec, place, part: int, parts: int, hea
         # A worker's file is scratch, merged and deleted at the end: no journal, no syncing.
         sqlalchemy.event.listen(engine, "connect", _scratch_pragmas)
     drop_secondary(engine)  # nothing reads a worker's place but the merge (bulk_build.py)
-    nc = await connect(nats_url, name=f"claimlog-replay-p{part}", events_only=True)
+    nc = await connect(nats_url, name=f"claimlog-replay-p{part}")
     claim_log = ClaimLog(nc, spec)
     try:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -110,19 +111,17 @@ def throttled_advance(progress: Progress, task, unit: str, every: float = 0.1):
     under a lock: per line, they cost more than the work. The callback counts for itself and asks
     Rich only when it redraws, or when the task completes.
     """
-    import time
-
-    state = {"pending": 0, "done": 0, "at": time.monotonic()}
     total = next(t.total for t in progress.tasks if t.id == task) or 0
+    pending, done, drawn_at = 0, 0, time.monotonic()
 
     def advance(count: int) -> None:
-        state["pending"] += count
+        nonlocal pending, done, drawn_at
+        pending += count
         now = time.monotonic()
-        if now - state["at"] >= every or state["done"] + state["pending"] >= total:
-            progress.update(task, advance=state["pending"])
+        if now - drawn_at >= every or done + pending >= total:
+            progress.update(task, advance=pending)
             speed = next(t.speed for t in progress.tasks if t.id == task)
             progress.update(task, rate=f"{speed:,.0f} {unit}/s" if speed else "")
-            state["done"] += state["pending"]
-            state["pending"], state["at"] = 0, now
+            done, pending, drawn_at = done + pending, 0, now
 
     return advance

@@ -17,10 +17,11 @@ log = logging.getLogger(__name__)
 # exported log. It stands for the server's time, so a restored log folds into the same read models.
 RESTORED_TIME = "Claimlog-Stored-At"
 _STATUS_MARK = b" "  # "NATS/1.0 100 ..." : a status line from the server (heartbeat, flow control, 404)
-_RESTORED = RESTORED_TIME.encode()
 
 
 _WHITESPACE = re.compile(r"\s")
+# A plain subscription's handler: (subject, reply, data, headers), headers a RawHeaders or nats-py's dict.
+Sink = Callable[[str, str, bytes, "RawHeaders | dict[str, str]"], None]
 
 
 class FastHeadersClient(Client):
@@ -49,58 +50,37 @@ class FastHeadersClient(Client):
 
     def __init__(self) -> None:
         super().__init__()
-        self._sinks: dict[int, tuple[Callable, bool]] = {}
+        self._sinks: dict[int, Sink] = {}
 
-    def deliver_raw(self, sid: int, sink: Callable | None, *, frames: bool = False) -> None:
+    def deliver_raw(self, sid: int, sink: Sink | None) -> None:
         """Hand each message of subscription ``sid`` to ``sink`` as soon as it is parsed (None: stop).
 
         nats-py passes a subscription's messages through a queue of its own and a task that awaits the
         subscription's callback once per message; a consumer that only appends them to its own queue,
         or resolves a future, pays for both at every message (about a fifth of a replay worker's time,
         and of a bulk ingest's acknowledgements). Such a subscription is made without a callback, and
-        its messages come here instead (``subscribe_plain``).
-
-        ``frames``: the sink is called with ``(subject, data, headers)``, the headers as the server sent
-        them (``RawHeaders``), parsed only for the names asked for. A direct get's reply carries about
-        ten headers, and parsing them all was 40 % of reading a claim.
+        its messages come here instead (``subscribe_plain``), as ``(subject, reply, data, headers)``.
+        The headers stay as the server sent them (``RawHeaders``), read only by the names asked for:
+        a direct get's reply carries about ten, and parsing them all was 40 % of reading a claim; a
+        consumer reads none of a stored event's own (``Nats-Msg-Id``, the expected-sequence pair),
+        and parsing those was a quarter of a replay's receiving time.
         """
         if sink is None:
             self._sinks.pop(sid, None)
         else:
-            self._sinks[sid] = (sink, frames)
+            self._sinks[sid] = sink
 
     async def _process_msg(self, sid, subject, reply, data, headers):  # noqa: ANN001, ANN202 - nats-py's private hook
-        entry = self._sinks.get(sid)
-        if entry is None:
+        sink = self._sinks.get(sid)
+        if sink is None:
             return await super()._process_msg(sid, subject, reply, data, headers)
-        sink, frames = entry
         self.stats["in_msgs"] += 1
         self.stats["in_bytes"] += len(data)
         try:
-            if frames:
-                sink(subject.decode(), data, RawHeaders(headers))
-            else:
-                sink(self._build_message(sid, subject, reply, data, await self._process_headers(headers)))
+            sink(subject.decode(), reply.decode(), data, RawHeaders(headers))
         except Exception:  # as nats-py does with a callback's error: reported, and the connection goes on
             log.exception("handling a message on %s failed", subject.decode(errors="replace"))
         return None
-
-
-class EventsOnlyClient(FastHeadersClient):
-    """A connection for replaying the log: it does not parse the stored events' own headers.
-
-    nats-py parses every message's headers in Python, and for a replay that is a quarter of the
-    receiving time spent on headers (``Nats-Msg-Id``, the expected-sequence pair) nobody reads: the
-    sequence and store time come from the reply subject. Status lines from the server (heartbeats,
-    flow control, end of a pull request) are still parsed. Only for connections that consume events;
-    direct gets and requests need their headers.
-    """
-
-    async def _process_headers(self, headers):  # noqa: ANN001, ANN202 - overrides nats-py's private hook
-        # A restored event's store time is in its headers (services/log/restore.py): those are parsed.
-        if headers and headers[NATS_HDR_LINE_SIZE : NATS_HDR_LINE_SIZE + 1] != _STATUS_MARK and _RESTORED not in headers:
-            return None
-        return await super()._process_headers(headers)
 
 
 class RawHeaders:
@@ -160,23 +140,20 @@ class PlainSubscription:
         await self._sub.unsubscribe()
 
 
-async def subscribe_plain(nc: Client, subject: str, sink: Callable, *, frames: bool = False) -> PlainSubscription:
-    """Subscribe ``sink`` (a function that must not block) to ``subject``: ``sink(msg)``, or with
-    ``frames`` ``sink(subject, data, headers)`` (headers: ``RawHeaders``, or nats-py's dictionary).
+async def subscribe_plain(nc: Client, subject: str, sink: Sink) -> PlainSubscription:
+    """Subscribe ``sink`` (a function that must not block) to ``subject``: ``sink(subject, reply, data,
+    headers)``, the headers a ``RawHeaders`` or nats-py's dictionary (both answer ``get`` and ``[]``).
 
     On claimlog's connections each message reaches it straight from the parser (``deliver_raw``);
     on any other nats-py client, through the usual callback task.
     """
     if isinstance(nc, FastHeadersClient):
         sub = await nc.subscribe(subject)
-        nc.deliver_raw(sub._id, sink, frames=frames)
+        nc.deliver_raw(sub._id, sink)
     else:
 
         async def callback(msg: Msg) -> None:
-            if frames:
-                sink(msg.subject, msg.data, msg.headers or {})
-            else:
-                sink(msg)
+            sink(msg.subject, msg.reply, msg.data, msg.headers or {})
 
         sub = await nc.subscribe(subject, cb=callback)
     return PlainSubscription(nc, sub)
@@ -225,17 +202,12 @@ def _redact_server(server: str) -> str:
     return f"{scheme}{separator}{hidden}@{address}"
 
 
-async def connect(
-    url: str, *, name: str = "claimlog", user: str | None = None, password: str | None = None, events_only: bool = False
-) -> Client:
-    """A NATS connection to one server or a cluster, reconnecting for as long as the process lives.
-
-    ``events_only``: a connection that only consumes events (see ``EventsOnlyClient``).
-    """
+async def connect(url: str, *, name: str = "claimlog", user: str | None = None, password: str | None = None) -> Client:
+    """A NATS connection to one server or a cluster, reconnecting for as long as the process lives."""
     servers = server_list(url)
     if user is None and password is None:
         servers, user, password = split_credentials(url)
-    nc = EventsOnlyClient() if events_only else FastHeadersClient()
+    nc = FastHeadersClient()
     await nc.connect(
         servers,
         name=name,

@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from nats.aio.client import Client
-from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, ReplayPolicy
 from nats.js.errors import NotFoundError
 
 from events.subjects import ALL_EVENTS
-from services.log.connection import subscribe_plain
+from services.log.connection import RawHeaders, subscribe_plain
 from services.log.errors import LogError
 from services.log.reader import store_time_from_ns, stored_time
 
@@ -29,6 +28,7 @@ log = logging.getLogger(__name__)
 HEARTBEAT = 2.0
 EXPIRES = 30.0
 PREFETCH_BATCHES = 2
+Frame = tuple[str, str, bytes, "RawHeaders | dict[str, str]"]  # subject, reply (the ack subject), data, headers
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ class Delivery:
     subject: str
     data: bytes = field(repr=False)
     reply: str = field(repr=False)
-    headers: dict[str, str] | None = field(default=None, repr=False)
+    headers: RawHeaders | dict[str, str] | None = field(default=None, repr=False)
 
     @property
     def stored_at(self) -> datetime:
@@ -52,7 +52,7 @@ class DurableConsumer:
 
     def __init__(self, nc: Client, stream: str, name: str, *, max_batch: int = 1000) -> None:
         self._nc, self._stream, self._name, self._max_batch = nc, stream, name, max_batch
-        self._queue: asyncio.Queue[Msg] = asyncio.Queue()
+        self._queue: asyncio.Queue[Frame] = asyncio.Queue()
         self._owed = 0
         self._heard_at = 0.0  # loop time of the last message or heartbeat
         self._sub = None
@@ -63,7 +63,8 @@ class DurableConsumer:
         with contextlib.suppress(NotFoundError):
             await jsm.delete_consumer(self._stream, self._name)
         await jsm.add_consumer(self._stream, self._config(after_seq))
-        self._sub = await subscribe_plain(self._nc, self._nc.new_inbox(), self._queue.put_nowait)
+        # Each message as it is parsed, its headers unparsed: a stored event's own are never read.
+        self._sub = await subscribe_plain(self._nc, self._nc.new_inbox(), self._on_frame)
         self._owed = 0
         self._heard_at = asyncio.get_running_loop().time()
 
@@ -106,11 +107,11 @@ class DurableConsumer:
             if wait <= 0:
                 return batch
             try:
-                msg = await asyncio.wait_for(self._queue.get(), timeout=wait)
+                frame = await asyncio.wait_for(self._queue.get(), timeout=wait)
             except TimeoutError:
                 continue
             self._heard_at = loop.time()  # a message or a heartbeat: the pull request is alive
-            self._take(msg, batch)
+            self._take(frame, batch)
             while len(batch) < self._max_batch and not self._queue.empty():
                 self._take(self._queue.get_nowait(), batch)
         if linger > 0:
@@ -122,11 +123,11 @@ class DurableConsumer:
         while len(batch) < self._max_batch and (left := until - loop.time()) > 0:
             await self._top_up()
             try:
-                msg = await asyncio.wait_for(self._queue.get(), timeout=left)
+                frame = await asyncio.wait_for(self._queue.get(), timeout=left)
             except TimeoutError:
                 return
             self._heard_at = loop.time()
-            self._take(msg, batch)
+            self._take(frame, batch)
             while len(batch) < self._max_batch and not self._queue.empty():
                 self._take(self._queue.get_nowait(), batch)
 
@@ -145,22 +146,24 @@ class DurableConsumer:
         await self._nc.publish(subject, json.dumps(request).encode(), reply=self._sub.subject)
         self._owed += wanted
 
-    def _take(self, msg: Msg, batch: list[Delivery]) -> None:
-        headers = msg.headers
-        status = headers.get("Status") if headers else None
+    def _on_frame(self, subject: str, reply: str, data: bytes, headers: RawHeaders | dict[str, str]) -> None:
+        self._queue.put_nowait((subject, reply, data, headers))
+
+    def _take(self, frame: Frame, batch: list[Delivery]) -> None:
+        subject, reply, data, headers = frame
+        status = headers.get("Status")
         if status is None:
             self._owed -= 1
-            reply = msg.reply
-            batch.append(Delivery(_sequence(reply), msg.subject, msg.data, reply, headers))
+            batch.append(Delivery(_sequence(reply), subject, data, reply, headers))
             return
         if status == "100":
             return  # idle heartbeat
         if status in ("404", "408"):
-            self._owed = max(0, self._owed - int(msg.headers.get("Nats-Pending-Messages", self._max_batch)))
+            self._owed = max(0, self._owed - int(headers.get("Nats-Pending-Messages", self._max_batch)))
             return
-        if status == "409" and "Deleted" in str(msg.headers.get("Description", "")):
+        if status == "409" and "Deleted" in str(headers.get("Description", "")):
             raise LogError(f"consumer {self._name} was deleted on the server")
-        log.info("pull request ended: %s %s", status, msg.headers.get("Description"))
+        log.info("pull request ended: %s %s", status, headers.get("Description"))
         self._owed = 0
 
 

@@ -12,7 +12,6 @@ import json
 from collections.abc import Sequence
 
 from nats.aio.client import Client
-from nats.aio.msg import Msg
 
 from events import Event
 from services.log.chain import chain, event_hash
@@ -80,14 +79,14 @@ class Pipeline:
         while self._followups:
             await asyncio.gather(*self._followups, return_exceptions=True)
 
-    def _on_ack(self, msg: Msg) -> None:
-        token = msg.subject.rsplit(".", 1)[1]
+    def _on_ack(self, subject: str, _reply: str, data: bytes, _headers: object) -> None:
+        token = subject.rsplit(".", 1)[1]
         entry = self._pending.pop(token, None)
         if entry is None or entry[0].done():
             return
         future, (claim_id, events, expected_seq, count, last_hash) = entry
         try:
-            future.set_result(interpret_ack(json.loads(msg.data), claim_id, expected_seq, count=count, last_hash=last_hash))
+            future.set_result(interpret_ack(json.loads(data), claim_id, expected_seq, count=count, last_hash=last_hash))
         except (ConflictError, AlreadyStored) as refusal:
             task = asyncio.create_task(self._resolve_refusal(future, refusal, claim_id, events, expected_seq))
             self._followups.add(task)

@@ -89,7 +89,7 @@ def parse_store_time(text: str) -> datetime:
     return datetime.fromisoformat(stamp).replace(tzinfo=UTC)
 
 
-def stored_time(headers: dict[str, str] | None, server_time: datetime) -> datetime:
+def stored_time(headers: RawHeaders | dict[str, str] | None, server_time: datetime) -> datetime:
     """When the event entered the log: its restored store time, if it was imported, else the server's."""
     restored = headers.get(RESTORED_TIME) if headers else None
     return parse_store_time(restored) if restored else server_time
@@ -164,7 +164,7 @@ class ClaimReader:
     async def start(self) -> None:
         """Subscribe to the replies (once)."""
         if self._sub is None:
-            self._sub = await subscribe_plain(self._nc, f"{self._prefix}.*", self._on_reply, frames=True)
+            self._sub = await subscribe_plain(self._nc, f"{self._prefix}.*", self._on_reply)
 
     async def close(self) -> None:
         """Stop listening for replies."""
@@ -227,7 +227,7 @@ class ClaimReader:
             self._pending.pop(token, None)
         return page, more
 
-    def _on_reply(self, subject: str, data: bytes, headers: RawHeaders | dict[str, str]) -> None:
+    def _on_reply(self, subject: str, _reply: str, data: bytes, headers: RawHeaders | dict[str, str]) -> None:
         # Once per event of every read: kept lean (a read of a claim of 1,000 events runs it 1,000 times).
         entry = self._pending.get(subject[self._token_at :])
         if entry is None or entry[0].done():

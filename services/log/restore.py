@@ -13,7 +13,6 @@ import json
 from dataclasses import dataclass, field
 
 from nats.aio.client import Client
-from nats.aio.msg import Msg
 
 from events.subjects import claim_filter, claim_of
 from services.log.connection import RESTORED_TIME, subscribe_plain
@@ -85,12 +84,12 @@ class Republisher:
         if self.failure is not None:
             raise self.failure
 
-    def _on_ack(self, msg: Msg) -> None:
-        token = msg.subject.rsplit(".", 1)[1]
+    def _on_ack(self, subject: str, _reply: str, data: bytes, _headers: object) -> None:
+        token = subject.rsplit(".", 1)[1]
         future = self._pending.pop(token, None)
         if future is None or future.done():
             return
-        problem = _problem(json.loads(msg.data), int(token))
+        problem = _problem(json.loads(data), int(token))
         if problem and self.failure is None:
             self.failure = PublishError(problem)
         future.set_result(None)

@@ -49,9 +49,9 @@ class ProjectorService:
     async def _start(self) -> None:
         # As the projector role this only reads the stream's info: `claimlog up` (as admin) creates it.
         await ready(ClaimLog(self.broker.connection, stream_spec(self.settings)))
-        # The events arrive on a connection of their own that hands them straight to the consumer and
-        # does not parse their stored headers (EventsOnlyClient): a quarter more events per second on a
-        # backlog than on the broker's connection (bench/backlog.py).
+        # The events arrive on a claimlog connection of their own, which hands them straight to the
+        # consumer without parsing their stored headers (``subscribe_plain``): a quarter more events per
+        # second on a backlog than on the broker's connection (bench/backlog.py).
         self._events = await self._connect_events()
         claim_log = ClaimLog(self._events, stream_spec(self.settings))
         self._task = asyncio.create_task(self._run(claim_log))
@@ -63,9 +63,7 @@ class ProjectorService:
         delay = 0.1
         while True:
             try:
-                return await connect(
-                    self._nats_url, name=f"claimlog-{self.settings.projector_name}-events", events_only=True
-                )
+                return await connect(self._nats_url, name=f"claimlog-{self.settings.projector_name}-events")
             except (OSError, TimeoutError, nats.errors.Error) as error:
                 log.warning("connecting to NATS for the events: %s; retrying in %.1fs", error, delay)
                 await asyncio.sleep(delay)

@@ -15,10 +15,10 @@ from services.log.connection import FastHeadersClient, subscribe_plain
 async def _delivered(nc, subject: str, publish: list[bytes], *, failing: bytes | None = None) -> list[bytes]:
     got: list[bytes] = []
 
-    def sink(msg) -> None:
-        if msg.data == failing:
+    def sink(_subject, _reply, data, _headers) -> None:
+        if data == failing:
             raise RuntimeError("this message breaks the handler")
-        got.append(msg.data)
+        got.append(data)
 
     sub = await subscribe_plain(nc, subject, sink)
     for data in publish:
@@ -66,7 +66,7 @@ async def test_after_unsubscribing_the_function_gets_nothing_more(nats_url: str)
     nc = await connect(nats_url)
     try:
         got: list[bytes] = []
-        sub = await subscribe_plain(nc, "plain.stop", lambda msg: got.append(msg.data))
+        sub = await subscribe_plain(nc, "plain.stop", lambda _subject, _reply, data, _headers: got.append(data))
         await nc.publish("plain.stop", b"before")
         await nc.flush()
         for _ in range(100):
