@@ -45,6 +45,7 @@ def apply(page: ClaimPage | None, event: Event, seq: int, at: datetime) -> Claim
         HANDLERS[type(event)](page, event, stamp)
     else:
         return None  # an event for a claim never drafted changes no page
+    page.event_count += 1
     page.as_of_seq, page.as_of_time = seq, at
     return page
 

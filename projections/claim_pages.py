@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
+from datetime import UTC
 from functools import cache
 
 from sqlalchemy import Connection, Update, bindparam, select, update
@@ -13,9 +14,13 @@ from projections.base import Record
 from projections.claim_page import apply, derive
 from projections.page_model import PAGE, ClaimPage
 from projections.sql import chunks, execute_many, insert_new, upsert
-from projections.tables import RELATION_COLUMNS, claim_pages
+from projections.tables import RELATION_COLUMNS, claim_pages, page_snapshots
 
 CACHE_PAGES = 20_000
+# A snapshot of a claim's page is kept after every this many of the claim's events: an as-of read then
+# folds at most this many events read from the log (services/timeline/as_of.py). A claim of ten events,
+# most of them, never has one.
+SNAPSHOT_EVERY = 100
 # A rebuild worker's cache: its pages wait there to be written, so it bounds the worker's memory
 # however long the log (pages left out are written, and read back if their claim comes again).
 WRITE_BEHIND_PAGES = 2_000
@@ -31,10 +36,13 @@ class ClaimPagesProjection:
     """
 
     name = "claim_pages"
-    version = 2  # 2: standing and the scorecard rules (projections/scorecard.py, RULES_VERSION 1)
-    tables = (claim_pages,)
+    # 2: standing and the scorecard rules (projections/scorecard.py, RULES_VERSION 1)
+    # 3: the page counts the events it folds; snapshots for as-of reads
+    version = 3
+    tables = (claim_pages, page_snapshots)
 
-    def __init__(self, *, write_behind: bool = False, cache_pages: int | None = None) -> None:
+    def __init__(self, *, write_behind: bool = False, cache_pages: int | None = None, snapshot_every: int = SNAPSHOT_EVERY) -> None:
+        self._snapshot_every = snapshot_every
         self._cache: OrderedDict[str, ClaimPage] = OrderedDict()
         self._write_behind = write_behind
         self._cache_pages = cache_pages or (WRITE_BEHIND_PAGES if write_behind else CACHE_PAGES)
@@ -45,9 +53,13 @@ class ClaimPagesProjection:
     def apply_batch(self, conn: Connection, records: Sequence[Record]) -> None:
         """Load the touched pages, fold the batch into them and write them back."""
         pages = self._load(conn, list(dict.fromkeys(r.event.claim_id for r in records)))
+        snapshots = []
         for record in records:
             claim_id = record.event.claim_id
-            pages[claim_id] = apply(pages.get(claim_id), record.event, record.seq, record.at)
+            page = pages[claim_id] = apply(pages.get(claim_id), record.event, record.seq, record.at)
+            if page is not None and page.event_count % self._snapshot_every == 0:
+                snapshots.append(snapshot_row(derive(page)))
+        insert_new(conn, page_snapshots, snapshots)  # a retried batch finds its snapshots there already
         touched = [(claim_id, page) for claim_id, page in pages.items() if page is not None]
         if self._write_behind:
             evicted = []
@@ -151,6 +163,12 @@ def page_row(page: ClaimPage) -> dict:
         "last_seq": page.as_of_seq,
         "doc": PAGE.dump_json(page).decode(),
     }
+
+
+def snapshot_row(page: ClaimPage) -> dict:
+    """The page_snapshots row of a (derived) page: the page as it stood after its last event."""
+    at = page.as_of_time.astimezone(UTC)
+    return {"claim_id": page.claim_id, "seq": page.as_of_seq, "at": at, "doc": PAGE.dump_json(page).decode()}
 
 
 # The columns an update may change: all but the key, the first sequence (never changes) and the

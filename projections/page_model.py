@@ -170,6 +170,7 @@ class ClaimPage:
     reviews: list[ReviewView] = field(default_factory=list)
     related: list[RelatedView] = field(default_factory=list)
     notes: Notes
+    event_count: int = 0  # the claim's events folded into this page (as-of reads start from every SNAPSHOT_EVERY-th)
     as_of_seq: int
     as_of_time: datetime
 

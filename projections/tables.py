@@ -86,6 +86,19 @@ claim_pages = Table(
     Index("ix_claim_pages_first_seq", "first_seq", unique=True),
 )
 
+# A claim's page as it stood after every SNAPSHOT_EVERY-th event of the claim (projections/claim_pages.py):
+# an as-of read starts from the last one at or before its point and folds only the claim's events after
+# it, instead of all of them. Written by the same fold as the page, in the same transaction; like every
+# read model, a replay rebuilds it and ``verify`` checks it.
+page_snapshots = Table(
+    "page_snapshots",
+    metadata,
+    Column("claim_id", String(20), primary_key=True),
+    Column("seq", BigInteger, primary_key=True),  # the claim's last event the snapshot folds
+    Column("at", DateTime(timezone=True), nullable=False),  # when that event was stored
+    Column("doc", Text, nullable=False),
+)
+
 # Full-text search over statements, in each database's own engine, kept in step with claim_pages by
 # triggers (migration 0003). SQLite: the FTS5 table ``claim_pages_search`` (external content, porter
 # stemming). PostgreSQL: the column ``statement_search``, the statement's English tsvector, with a GIN

@@ -49,7 +49,7 @@ async def claim_page_as_of(request: Request, db: Engine, claim_key: str, as_of: 
     claim_log = connected_log(request)
     claim_id = claim_id_of(db, claim_key)
     try:
-        doc = await page_json_as_of(claim_log, claim_id, as_of, cache=claim_events(request))
+        doc = await page_json_as_of(claim_log, claim_id, as_of, cache=claim_events(request), snapshots=db)
     except LogError as error:
         raise HTTPException(503, detail={"error": "log_unavailable", "message": str(error)}) from None
     if doc is None:

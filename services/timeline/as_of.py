@@ -6,13 +6,16 @@ import itertools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, select
 
 from events import Event, UnknownEventError
 from events.envelope import CLAIM_ID_PATTERN
 from projections.base import Record
 from projections.claim_page import apply, derive
 from projections.page_model import PAGE, ClaimPage
+from projections.tables import page_snapshots
 from services.log import ClaimLog, StoredEvent
 from services.timeline.cache import ClaimEvents
 
@@ -89,22 +92,34 @@ def _readable(claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None) 
             yield item, event
 
 
-def fold_page(claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None = None) -> ClaimPage | None:
-    """The claim's page as it stood at ``as_of`` (None if it was not drafted by then)."""
-    page = None
+def fold_page(
+    claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None = None, *, start: ClaimPage | None = None
+) -> ClaimPage | None:
+    """The claim's page as it stood at ``as_of`` (None if it was not drafted by then): its events folded
+    from the first, or from ``start`` (a snapshot) on with the events stored after it."""
+    page = start
     for item, event in _readable(claim_id, stored, as_of):  # the records, without building each one
         page = apply(page, event, item.seq, item.stored_at)
     return derive(page) if page is not None else None
 
 
 async def page_json_as_of(
-    claim_log: ClaimLog, claim_id: str, as_of: AsOf | None, *, cache: ClaimEvents | None = None
+    claim_log: ClaimLog,
+    claim_id: str,
+    as_of: AsOf | None,
+    *,
+    cache: ClaimEvents | None = None,
+    snapshots: Engine | None = None,
 ) -> bytes | None:
     """The claim's page as JSON as it stood at ``as_of`` (None if not drafted by then), reading only this claim's
-    events, and with a cache only those it does not know yet."""
+    events: with ``snapshots`` (the read models' database), only those after its last snapshot at or before
+    ``as_of``; with a cache, only those it does not know yet."""
     up_to = as_of.seq if as_of is not None else None
     if up_to == 0:
         return None
+    snapshot = latest_snapshot(snapshots, claim_id, as_of) if snapshots is not None else None
+    if snapshot is not None:
+        return await _page_from_snapshot(claim_log, claim_id, as_of, snapshot)
     if cache is None:
         stored = await claim_log.read_claim(claim_id, up_to_seq=up_to)
     else:
@@ -119,3 +134,44 @@ async def page_json_as_of(
         if cache is not None and doc is not None:
             cache.keep_page(claim_id, included[-1].seq, doc)
     return doc
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A claim's page as the projector folded it through sequence ``seq`` (projections/claim_pages.py)."""
+
+    seq: int
+    doc: str
+
+
+def latest_snapshot(engine: Engine, claim_id: str, as_of: AsOf | None) -> Snapshot | None:
+    """The claim's last snapshot at or before ``as_of`` (its last of all for None)."""
+    query = select(page_snapshots.c.seq, page_snapshots.c.at).where(page_snapshots.c.claim_id == claim_id)
+    if as_of is not None and as_of.seq is not None:
+        query = query.where(page_snapshots.c.seq <= as_of.seq)
+    with engine.connect() as conn:
+        # A claim has one snapshot per SNAPSHOT_EVERY events: few enough to pick by time here, where
+        # times compare as times whatever text a database keeps them as.
+        found = [seq for seq, at in conn.execute(query) if as_of is None or as_of.at is None or _utc(at) <= as_of.at]
+        if not found:
+            return None
+        seq = max(found)
+        doc = conn.execute(
+            select(page_snapshots.c.doc).where(page_snapshots.c.claim_id == claim_id, page_snapshots.c.seq == seq)
+        ).scalar_one()
+    return Snapshot(seq, doc)
+
+
+async def _page_from_snapshot(claim_log: ClaimLog, claim_id: str, as_of: AsOf | None, snapshot: Snapshot) -> bytes:
+    stored = await claim_log.read_claim(claim_id, after_seq=snapshot.seq, up_to_seq=as_of.seq if as_of else None)
+    included = list(itertools.takewhile(as_of.includes, stored)) if as_of is not None else stored
+    if not any(item.seq > snapshot.seq for item in included):
+        return snapshot.doc.encode()
+    page = fold_page(claim_id, included, start=PAGE.validate_json(snapshot.doc))
+    assert page is not None  # the snapshot's page is there to fold into
+    return PAGE.dump_json(page)
+
+
+def _utc(moment: datetime) -> datetime:
+    """A time a database returned, as an aware UTC time (SQLite returns the UTC time it was given, naive)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment

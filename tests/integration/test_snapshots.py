@@ -1,0 +1,104 @@
+"""Page snapshots: an as-of read that starts from the claim's last snapshot gives the page a fold from its
+first event gives, at every point of a long claim, and verify catches a snapshot changed behind the projector."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import Engine, select, text
+
+from events import Actor, Event
+from projections.claim_pages import SNAPSHOT_EVERY
+from projections.page_model import PAGE
+from projections.tables import claim_pages, page_snapshots
+from services.log import ClaimLog
+from services.timeline.as_of import AsOf, latest_snapshot, page_json_as_of
+from tests.builders import answered, attached, corrected, drafted, filed, resolved, reviewed, withdrawn
+from tests.conftest import random_claim_id
+from tests.integration.audit_log import verify_json
+from tests.integration.test_projector import append_history, project_all
+
+JUDGE = Actor(id="reviewer-bot", kind="model", model="judge-2")
+LONG = 2 * SNAPSHOT_EVERY + 31  # two snapshots, and events after the last
+
+
+def long_life(claim_id: str) -> list[Event]:
+    """A claim of ``LONG`` events of every kind that changes its page."""
+    events: list[Event] = [drafted(claim_id)]
+    n = 0
+    while len(events) < LONG:
+        n += 1
+        step = [
+            attached(claim_id, f"s{n}", "validates" if n % 3 else "contradicts"),
+            corrected(claim_id, f"s{n}", measured=f"Measured again, {n}."),
+            filed(claim_id, f"d{n}"),
+            answered(claim_id, f"d{n}"),
+            resolved(claim_id, f"d{n}", "upheld" if n % 2 else "rejected"),
+            reviewed(claim_id, f"r{n}", "person") if n % 4 == 0 else reviewed(claim_id, f"r{n}", "ai", actor=JUDGE),
+        ]
+        if n % 5 == 0:
+            step.append(withdrawn(claim_id, f"s{n - 1}"))
+        events.extend(step)
+    return events[:LONG]
+
+
+async def write_long_claim(claim_log: ClaimLog) -> tuple[str, list[int]]:
+    """The long claim, appended 23 events at a time with another claim's events in between; its sequences."""
+    claim, other = random_claim_id(), random_claim_id()
+    await append_history(claim_log, other)
+    life = long_life(claim)
+    for start in range(0, len(life), 23):
+        await append_history(claim_log, claim, life[start : start + 23])
+        await append_history(claim_log, other, [attached(other, f"x{start}", "mentions")])
+    return claim, [stored.seq for stored in await claim_log.read_claim(claim)]
+
+
+async def test_an_as_of_read_from_a_snapshot_equals_the_fold_from_the_first_event(claim_log: ClaimLog, engine: Engine):
+    claim, seqs = await write_long_claim(claim_log)
+    await project_all(claim_log, engine, batch=37)  # snapshots fall inside batches, not at their ends
+
+    with engine.connect() as conn:
+        taken = conn.execute(select(page_snapshots.c.seq).where(page_snapshots.c.claim_id == claim).order_by("seq")).scalars().all()
+        live = conn.execute(select(claim_pages.c.doc).where(claim_pages.c.claim_id == claim)).scalar_one()
+    assert taken == [seqs[SNAPSHOT_EVERY - 1], seqs[2 * SNAPSHOT_EVERY - 1]]
+    assert PAGE.validate_json(live).event_count == LONG
+
+    points = sorted({*seqs[::9], *(seqs[i] for i in (0, 98, 99, 100, 198, 199, 200)), seqs[-1], seqs[5] + 1})
+    for seq in points:
+        from_first = await page_json_as_of(claim_log, claim, AsOf(seq=seq))
+        from_snapshot = await page_json_as_of(claim_log, claim, AsOf(seq=seq), snapshots=engine)
+        assert from_snapshot == from_first, f"as of sequence {seq}"
+    assert await page_json_as_of(claim_log, claim, None, snapshots=engine) == live.encode()
+
+    # By time: the snapshot taken at or before the moment, and the events stored up to it.
+    stored = await claim_log.read_claim(claim)
+    for i in (SNAPSHOT_EVERY - 2, SNAPSHOT_EVERY - 1, SNAPSHOT_EVERY + 40, LONG - 1):
+        for moment in (stored[i].stored_at, stored[i].stored_at - timedelta(microseconds=1)):
+            point = AsOf(at=moment)
+            assert await page_json_as_of(claim_log, claim, point, snapshots=engine) == await page_json_as_of(claim_log, claim, point)
+    before = latest_snapshot(engine, claim, AsOf(at=stored[SNAPSHOT_EVERY - 1].stored_at - timedelta(microseconds=1)))
+    assert before is None
+    assert latest_snapshot(engine, claim, AsOf(seq=seqs[-1])).seq == taken[-1]
+
+
+async def test_the_read_starts_at_the_snapshot_and_verify_names_a_snapshot_changed_behind_the_projector(
+    nats_url: str, claim_log: ClaimLog, engine: Engine, tmp_path: Path
+):
+    claim, seqs = await write_long_claim(claim_log)
+    await project_all(claim_log, engine)
+    point = AsOf(seq=seqs[SNAPSHOT_EVERY + 5])
+    honest = await page_json_as_of(claim_log, claim, point, snapshots=engine)
+
+    with engine.begin() as conn:
+        conn.execute(
+            text("UPDATE page_snapshots SET doc = replace(doc, :old, :new) WHERE claim_id = :c"),
+            {"old": f"Statement of {claim}.", "new": "A statement nobody wrote.", "c": claim},
+        )
+    altered = await page_json_as_of(claim_log, claim, point, snapshots=engine)
+    assert b"A statement nobody wrote." in altered and altered != honest  # the read folded from the snapshot
+    assert await page_json_as_of(claim_log, claim, point) == honest  # the log alone still says what happened
+
+    code, report = verify_json(nats_url=nats_url, database_url=engine.url.render_as_string(hide_password=False), cwd=tmp_path)
+    assert code == 1
+    assert [(f["kind"], f.get("table")) for f in report["findings"]] == [("table", "page_snapshots")]
