@@ -139,11 +139,11 @@ async def read_claim(
 class ClaimReader:
     """Reads claims with batched direct gets, all answered on one wildcard reply subscription.
 
-    Two things make a read cheap (measured in docs/architecture.md): a claim's last sequence comes
-    from the indexed last-by-subject lookup, so a claim with no events (every new claim) costs no scan
-    of the stream, and the replies of every read in flight arrive on one subscription instead of a
-    subscribe and an unsubscribe per read. A read of a whole claim asks for its head and its first
-    page at once; a read of what is newer than a sequence asks for the head first.
+    Two things make a read cheap (measured in docs/architecture.md): the server finds a claim's events
+    in its subject index, so a claim with no events (every new claim) costs no scan of the stream, and
+    the replies of every read in flight arrive on one subscription instead of a subscribe and an
+    unsubscribe per read. A read from the claim's first event is one request per page; a read of
+    what is newer than a sequence asks for the claim's head first.
     """
 
     def __init__(self, nc: Client, stream: str) -> None:
@@ -177,33 +177,27 @@ class ClaimReader:
     ) -> list[StoredEvent]:
         """The claim's events in log order, after ``after_seq`` and up to ``up_to_seq`` when given."""
         subject, start = claim_filter(claim_id), after_seq + 1
-        # From the stream's first sequence the server finds the claim's first event in its subject index
-        # (no scan, even for a claim with no events), so a whole claim's first page is asked for together
-        # with its head: one round trip instead of two. Events past the head are dropped below, as ever.
-        # A page asks for no more events than there are sequences up to the last one wanted.
-        first = None
-        if after_seq == 0 and (up_to_seq is None or up_to_seq >= start):
-            first = asyncio.ensure_future(self._page(subject, start, timeout, batch=_batch(start, up_to_seq)))
-        try:
+        if after_seq == 0:
+            # From the stream's first sequence the server finds the claim's first event in its subject
+            # index (no scan, even for a claim with no events), and each page says whether more of the
+            # claim's events follow: no head is needed, and a new claim costs one request.
+            last = up_to_seq
+        else:
+            # From a later sequence, a claim with nothing newer would have the server look through every
+            # later block for a match: its head (the indexed last-by-subject lookup) says first whether
+            # there is anything to read.
             head = await claim_head(self._nc, self._stream, claim_id)
             last = head.seq if up_to_seq is None else min(head.seq, up_to_seq)
-            events: list[StoredEvent] = []
-            while start <= last:
-                if first is not None:
-                    page, more = await first
-                    first = None
-                else:
-                    page, more = await self._page(subject, start, timeout, batch=_batch(start, last))
-                if page and page[-1].seq > last:
-                    page = [stored for stored in page if stored.seq <= last]
-                events.extend(page)
-                if not more or not page or page[-1].seq >= last:
-                    break
-                start = page[-1].seq + 1
-            return events
-        finally:
-            if first is not None and not first.cancel() and not first.cancelled():
-                first.exception()  # nothing to read, or the head failed: its answer (even an error) is not needed
+        events: list[StoredEvent] = []
+        while last is None or start <= last:
+            page, more = await self._page(subject, start, timeout, batch=_batch(start, last))
+            if page and last is not None and page[-1].seq > last:
+                page = [stored for stored in page if stored.seq <= last]
+            events.extend(page)
+            if not more or not page or (last is not None and page[-1].seq >= last):
+                break
+            start = page[-1].seq + 1
+        return events
 
     async def read_log(self, *, after_seq: int, limit: int, timeout: float = 5.0) -> list[StoredEvent]:
         """Up to ``limit`` events of the whole log after ``after_seq``, in order (the change feed)."""
