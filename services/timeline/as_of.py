@@ -142,6 +142,7 @@ class Snapshot:
 
     seq: int
     doc: str
+    read_up_to: int | None = None  # for a point in time: no event after this sequence was stored by then
 
 
 def latest_snapshot(engine: Engine, claim_id: str, as_of: AsOf | None) -> Snapshot | None:
@@ -149,21 +150,27 @@ def latest_snapshot(engine: Engine, claim_id: str, as_of: AsOf | None) -> Snapsh
     query = select(page_snapshots.c.seq, page_snapshots.c.at).where(page_snapshots.c.claim_id == claim_id)
     if as_of is not None and as_of.seq is not None:
         query = query.where(page_snapshots.c.seq <= as_of.seq)
+    by_time = as_of is not None and as_of.at is not None
     with engine.connect() as conn:
         # A claim has one snapshot per SNAPSHOT_EVERY events: few enough to pick by time here, where
         # times compare as times whatever text a database keeps them as.
-        found = [seq for seq, at in conn.execute(query) if as_of is None or as_of.at is None or _utc(at) <= as_of.at]
-        if not found:
+        taken = sorted(conn.execute(query).all())
+        before = [seq for seq, at in taken if not by_time or _utc(at) <= as_of.at]
+        if not before:
             return None
-        seq = max(found)
+        seq = before[-1]
         doc = conn.execute(
             select(page_snapshots.c.doc).where(page_snapshots.c.claim_id == claim_id, page_snapshots.c.seq == seq)
         ).scalar_one()
-    return Snapshot(seq, doc)
+    # Stored times only grow with sequences: the next snapshot was stored after the point, and so was
+    # every later event, so the read stops there instead of at the claim's head.
+    after = [later for later, _ in taken if later > seq] if by_time else []
+    return Snapshot(seq, doc, after[0] if after else None)
 
 
 async def _page_from_snapshot(claim_log: ClaimLog, claim_id: str, as_of: AsOf | None, snapshot: Snapshot) -> bytes:
-    stored = await claim_log.read_claim(claim_id, after_seq=snapshot.seq, up_to_seq=as_of.seq if as_of else None)
+    up_to = as_of.seq if as_of is not None and as_of.seq is not None else snapshot.read_up_to
+    stored = await claim_log.read_claim(claim_id, after_seq=snapshot.seq, up_to_seq=up_to)
     included = list(itertools.takewhile(as_of.includes, stored)) if as_of is not None else stored
     if not any(item.seq > snapshot.seq for item in included):
         return snapshot.doc.encode()

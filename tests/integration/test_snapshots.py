@@ -80,6 +80,10 @@ async def test_an_as_of_read_from_a_snapshot_equals_the_fold_from_the_first_even
     before = latest_snapshot(engine, claim, AsOf(at=stored[SNAPSHOT_EVERY - 1].stored_at - timedelta(microseconds=1)))
     assert before is None
     assert latest_snapshot(engine, claim, AsOf(seq=seqs[-1])).seq == taken[-1]
+    # Between the two snapshots by time: the read stops at the second, stored after the moment.
+    between = latest_snapshot(engine, claim, AsOf(at=stored[SNAPSHOT_EVERY + 40].stored_at))
+    assert (between.seq, between.read_up_to) == (taken[0], taken[1])
+    assert latest_snapshot(engine, claim, AsOf(at=stored[-1].stored_at)).read_up_to is None
 
 
 async def test_the_read_starts_at_the_snapshot_and_verify_names_a_snapshot_changed_behind_the_projector(
