@@ -8,7 +8,8 @@ merge copies the rows in, and ``restore_secondary`` then creates each index once
 (a sort) and fills the search index in one pass, before the generation's projector catches up.
 
 The indexes are the ones the tables declare (projections/tables.py); the search triggers are migration
-0003's, the only place they are defined, so the restored schema is the one Alembic built.
+0003's, the only place they are defined, less the SQLite insert trigger migration 0010 dropped, so the
+restored schema is the one Alembic built.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sqlalchemy import Engine, text
 from projections.tables import CONTROL_TABLES, metadata
 
 _SEARCH = importlib.import_module("migrations.versions.0003_listing_search")
+_SQLITE_SEARCH = importlib.import_module("migrations.versions.0010_search_insert_by_projector")
 SEARCH_TRIGGERS = ("insert", "update", "delete")
 
 
@@ -50,7 +52,7 @@ def restore_secondary(engine: Engine) -> None:
                 index.create(conn, checkfirst=True)
         if engine.dialect.name == "sqlite":
             conn.execute(text("INSERT INTO claim_pages_search(claim_pages_search) VALUES ('rebuild')"))
-            for trigger in _SEARCH.SQLITE_TRIGGERS:
+            for trigger in _SQLITE_SEARCH.SQLITE_TRIGGERS:
                 conn.execute(text(trigger))
         else:
             conn.execute(text("UPDATE claim_pages SET statement_search = to_tsvector('english'::regconfig, statement)"))

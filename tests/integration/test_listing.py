@@ -135,7 +135,15 @@ async def test_each_sort_puts_the_claims_in_its_order(registry: Registry):
     assert (await registry.names(sort="recent"))[0] == "plan"
 
 
-async def test_search_finds_claims_by_the_words_of_their_statement_and_not_others(registry: Registry):
+def assert_search_index_matches_the_pages(engine: Engine) -> None:
+    """SQLite: FTS5's own check that its index holds each claim page's statement, no more, no less."""
+    if engine.dialect.name == "sqlite":
+        with engine.begin() as conn:  # raises "database disk image is malformed" on any difference
+            conn.exec_driver_sql("INSERT INTO claim_pages_search(claim_pages_search, rank) VALUES ('integrity-check', 1)")
+
+
+async def test_search_finds_claims_by_the_words_of_their_statement_and_not_others(registry: Registry, engine: Engine):
+    assert_search_index_matches_the_pages(engine)
     # Both engines stem: "planning" and "plan" meet, and "models" finds "models" in any form.
     assert set(await registry.names(q="planning")) == {"plan", "agents"}
     assert set(await registry.names(q="plans", include_closed="true")) == {"plan", "agents", "retracted", "superseded"}
@@ -150,6 +158,7 @@ async def test_search_finds_claims_by_the_words_of_their_statement_and_not_other
     await registry.send("revise_claim", "ada", "retrieval", statement="Telescopes see further with adaptive optics.")
     assert await registry.names(q="telescopes") == ["retrieval"]
     assert await registry.names(q="retrieval") == []
+    assert_search_index_matches_the_pages(engine)
 
 
 async def test_search_ranks_by_relevance_unless_another_sort_is_asked_for(api: Api):
