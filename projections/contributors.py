@@ -8,6 +8,7 @@ one indexed read however many others acted on them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
 from sqlalchemy import Connection, bindparam, select
 
@@ -93,7 +94,7 @@ class ContributorsProjection:
 def activity_row(record: Record) -> dict:
     """One line of the acting actor's activity."""
     event = record.event
-    field = next((name for prefix, name in SUBJECT_FIELDS if event.type.startswith(prefix)), None)
+    field = _subject_field(event.type)
     subject = getattr(event, field) if field else None
     return {
         "seq": record.seq,
@@ -109,3 +110,10 @@ def activity_row(record: Record) -> dict:
 
 # Which id names what an event acted on, by the event family (its type's first word).
 SUBJECT_FIELDS = (("Source", "source_id"), ("Disagreement", "disagreement_id"), ("Review", "review_id"))
+
+
+@cache
+def _subject_field(event_type: str) -> str | None:
+    """The field naming what an event of this type acted on (looked up once per type: once per event
+    it was 3 % of the live projector's time)."""
+    return next((name for prefix, name in SUBJECT_FIELDS if event_type.startswith(prefix)), None)
