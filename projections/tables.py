@@ -101,8 +101,9 @@ page_snapshots = Table(
 
 # Full-text search over statements, in each database's own engine, kept in step with claim_pages by
 # triggers (migration 0003). SQLite: the FTS5 table ``claim_pages_search`` (external content, porter
-# stemming), into which the claim-pages projection itself inserts new statements (migration 0010). PostgreSQL: the column ``statement_search``, the statement's English tsvector, with a GIN
-# index. SQLAlchemy cannot declare either (nor should the projector write the column), so Alembic's
+# stemming), into which the claim-pages projection itself inserts new statements (migration 0010).
+# PostgreSQL: the column ``statement_search``, the statement's English tsvector, with a GIN index.
+# SQLAlchemy cannot declare either (nor should the projector write the column), so Alembic's
 # comparison leaves them alone (``alembic_filters``).
 SEARCH_CONFIG = text("'english'::regconfig")
 SQLITE_SEARCH_TABLE = "claim_pages_search"
