@@ -172,7 +172,7 @@ async def _page_from_snapshot(claim_log: ClaimLog, claim_id: str, as_of: AsOf | 
     up_to = as_of.seq if as_of is not None and as_of.seq is not None else snapshot.read_up_to
     stored = await claim_log.read_claim(claim_id, after_seq=snapshot.seq, up_to_seq=up_to)
     included = list(itertools.takewhile(as_of.includes, stored)) if as_of is not None else stored
-    if not any(item.seq > snapshot.seq for item in included):
+    if not included:  # nothing stored after the snapshot by then: the page is the snapshot
         return snapshot.doc.encode()
     page = fold_page(claim_id, included, start=PAGE.validate_json(snapshot.doc))
     assert page is not None  # the snapshot's page is there to fold into
