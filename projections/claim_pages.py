@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
-from datetime import UTC
 from functools import cache
 
 from sqlalchemy import Connection, Update, bindparam, select, update
@@ -41,8 +40,7 @@ class ClaimPagesProjection:
     version = 3
     tables = (claim_pages, page_snapshots)
 
-    def __init__(self, *, write_behind: bool = False, cache_pages: int | None = None, snapshot_every: int = SNAPSHOT_EVERY) -> None:
-        self._snapshot_every = snapshot_every
+    def __init__(self, *, write_behind: bool = False, cache_pages: int | None = None) -> None:
         self._cache: OrderedDict[str, ClaimPage] = OrderedDict()
         self._write_behind = write_behind
         self._cache_pages = cache_pages or (WRITE_BEHIND_PAGES if write_behind else CACHE_PAGES)
@@ -57,7 +55,7 @@ class ClaimPagesProjection:
         for record in records:
             claim_id = record.event.claim_id
             page = pages[claim_id] = apply(pages.get(claim_id), record.event, record.seq, record.at)
-            if page is not None and page.event_count % self._snapshot_every == 0:
+            if page is not None and page.event_count % SNAPSHOT_EVERY == 0:
                 snapshots.append(snapshot_row(derive(page)))
         insert_new(conn, page_snapshots, snapshots)  # a retried batch finds its snapshots there already
         touched = [(claim_id, page) for claim_id, page in pages.items() if page is not None]
@@ -171,8 +169,7 @@ def page_row(page: ClaimPage) -> dict:
 
 def snapshot_row(page: ClaimPage) -> dict:
     """The page_snapshots row of a (derived) page: the page as it stood after its last event."""
-    at = page.as_of_time.astimezone(UTC)
-    return {"claim_id": page.claim_id, "seq": page.as_of_seq, "at": at, "doc": PAGE.dump_json(page).decode()}
+    return {"claim_id": page.claim_id, "seq": page.as_of_seq, "at": page.as_of_time, "doc": PAGE.dump_json(page).decode()}
 
 
 SQLITE_SEARCH_INSERT = f"INSERT INTO {SQLITE_SEARCH_TABLE}(rowid, statement) VALUES (?, ?)"
