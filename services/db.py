@@ -19,14 +19,19 @@ class DatabaseNotReadyError(RuntimeError):
     """The database schema is not at the version this code needs."""
 
 
-def make_engine(url: str, *, schema: str | None = None) -> Engine:
+def make_engine(url: str, *, schema: str | None = None, scratch: bool = False) -> Engine:
     """An engine for the read models, tuned for its dialect; on PostgreSQL, in ``schema`` when given
-    (every statement, migrations included, then resolves names there first)."""
+    (every statement, migrations included, then resolves names there first).
+
+    ``scratch`` (SQLite): for a file nothing reads while it is built, and which is thrown away if the
+    build fails (a rebuild's): the rollback journal in memory and no syncing, so rows are written once,
+    not to the write-ahead log and then again into the file. An engine without ``scratch`` puts the
+    file back in write-ahead-log mode when it connects."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect", _scratch_pragmas if scratch else _sqlite_pragmas)
         return engine
     connect_args = {"options": f"-csearch_path={schema}"} if schema else {}
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, connect_args=connect_args)
@@ -36,6 +41,14 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the projector's writes
     cursor.execute("PRAGMA synchronous=NORMAL")  # read models are rebuilt from the log, not the last word
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def _scratch_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=MEMORY")  # rollbacks (a savepoint's) still work; a crash loses the file
+    cursor.execute("PRAGMA synchronous=OFF")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
 

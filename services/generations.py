@@ -11,6 +11,7 @@ generation stays, retired, until ``claimlog replay --drop-old``.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -122,6 +123,12 @@ class Generations:
             upgrade(self.engine(number))
         return [0, *live]
 
+    def place(self, number: int) -> tuple[str, str | None]:
+        """Where generation ``number``'s tables are: (url, schema)."""
+        if self.dialect == "sqlite":
+            return f"sqlite:///{self._sqlite_path(number)}", None
+        return self.home_url, _schema(number)
+
     def partition(self, number: int, part: int) -> tuple[str, str | None]:
         """A fresh, migrated place for one worker's share of a parallel rebuild of ``number``: (url, schema)."""
         if self.dialect == "sqlite":
@@ -138,12 +145,32 @@ class Generations:
         engine.dispose()
         return url, schema
 
-    def merge_partitions(self, number: int, places: list[tuple[str, str | None]]) -> None:
+    @contextlib.contextmanager
+    def building(self, number: int) -> Iterator[Engine]:
+        """An engine on generation ``number`` for loading it in bulk before anything reads it.
+
+        On SQLite, a scratch engine (``make_engine``): the merged rows and the indexes built over them
+        are written once, not to the write-ahead log first and then into the file, which was half of
+        a large rebuild's merge. The generation's own engine puts the file back in write-ahead-log mode
+        when it next connects. On PostgreSQL, the generation's own engine.
+        """
+        if self.dialect != "sqlite":
+            yield self.engine(number)
+            return
+        self.engine(number).dispose()  # leaving write-ahead-log mode needs the only connection to the file
+        engine = make_engine(f"sqlite:///{self._sqlite_path(number)}", scratch=True)
+        try:
+            yield engine
+        finally:
+            engine.dispose()
+
+    def merge_partitions(self, number: int, places: list[tuple[str, str | None]], target: Engine | None = None) -> None:
         """Copy every worker's rows into generation ``number`` (in the database itself, no round trips),
         then remove the workers' places. Checkpoints are not copied: the caller sets them."""
         tables = [t for t in metadata.sorted_tables if t.name not in CONTROL_TABLES and t.name != "projection_checkpoints"]
+        target = target or self.engine(number)
         if self.dialect == "sqlite":
-            raw = self.engine(number).raw_connection()
+            raw = target.raw_connection()
             try:
                 cursor = raw.cursor()
                 for url, _ in places:
@@ -158,7 +185,7 @@ class Generations:
             for url, _ in places:
                 _remove_sqlite(Path(make_url(url).database or ""))
             return
-        with self.engine(number).begin() as conn:
+        with target.begin() as conn:
             for _, schema in places:
                 for t in tables:
                     columns = ", ".join(f'"{c.name}"' for c in t.columns)
