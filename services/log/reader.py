@@ -95,6 +95,11 @@ def stored_time(headers: RawHeaders | dict[str, str] | None, server_time: dateti
     return parse_store_time(restored) if restored else server_time
 
 
+def time_stored(server_ns: int, restored: str | None) -> datetime:
+    """``stored_time`` from the server's store time in Unix nanoseconds and the restored time's header."""
+    return parse_store_time(restored) if restored else store_time_from_ns(server_ns)
+
+
 def store_time_from_ns(nanoseconds: int) -> datetime:
     """A JetStream timestamp in Unix nanoseconds, truncated to microseconds exactly as ``parse_store_time``.
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -23,7 +25,7 @@ from services.projector import Projector
 from services.projector.parking import parked_count, parked_rows
 from services.projector.retry import retry_parked
 from services.read_api.queries import claim_page
-from services.replay import _fold_partition
+from services.replay import _distribute, _fold_partition, _PipeFeed
 from tests.builders import attached, filed, history
 from tests.conftest import _postgres_database, random_claim_id
 from tests.integration.test_projector import append_history
@@ -156,9 +158,15 @@ async def test_a_projection_error_that_is_not_one_claims_still_stops_the_project
 
 
 async def _worker_fold(nats_url: str, claim_log: ClaimLog, url: str) -> dict[str, str]:
-    """A parallel rebuild's worker (in this process, so the fault applies): the checksums of what it folded."""
+    """A parallel rebuild's worker, fed by the rebuild's reader (both in this process, so the fault
+    applies): the checksums of what it folded."""
     head = await claim_log.head()
-    await _fold_partition(nats_url, claim_log.spec, (url, None), 0, 1, head, "worker-p0", SimpleNamespace(value=0))
+    receiving, sending = multiprocessing.Pipe(duplex=False)
+    await asyncio.gather(
+        _distribute(claim_log, "reader", head, [sending]),
+        _fold_partition(nats_url, claim_log.spec, (url, None), 0, 1, head, "worker-p0", SimpleNamespace(value=0), _PipeFeed(receiving)),
+    )
+    sending.close()
     engine = make_engine(url)
     try:
         with engine.connect() as conn:
