@@ -7,9 +7,11 @@ So the workers' scratch places have none (``drop_secondary``), the generation ha
 merge copies the rows in, and ``restore_secondary`` then creates each index once over the whole table
 (a sort) and fills the search index in one pass, before the generation's projector catches up.
 
-The indexes are the ones the tables declare (projections/tables.py); the search triggers are migration
-0003's, the only place they are defined, less the SQLite insert trigger migration 0010 dropped, so the
-restored schema is the one Alembic built.
+The indexes are the ones the tables declare (projections/tables.py); the SQLite search triggers are
+migration 0003's, the only place they are defined, less the insert trigger migration 0010 dropped, so
+the restored schema is the one Alembic built. On PostgreSQL the search triggers stay throughout: each
+page's search vector is computed as it is inserted (migration 0011), by the worker that folds it, and
+the merge copies it (``merge_partitions``); only the search index is dropped and built again.
 """
 
 from __future__ import annotations
@@ -39,8 +41,6 @@ def drop_secondary(engine: Engine) -> None:
             for trigger in SEARCH_TRIGGERS:
                 conn.execute(text(f"DROP TRIGGER IF EXISTS claim_pages_search_{trigger}"))
         else:
-            for trigger in ("insert", "update"):
-                conn.execute(text(f"DROP TRIGGER IF EXISTS claim_pages_search_{trigger} ON claim_pages"))
             conn.execute(text("DROP INDEX IF EXISTS ix_claim_pages_statement_search"))
 
 
@@ -55,7 +55,4 @@ def restore_secondary(engine: Engine) -> None:
             for trigger in _SQLITE_SEARCH.SQLITE_TRIGGERS:
                 conn.execute(text(trigger))
         else:
-            conn.execute(text("UPDATE claim_pages SET statement_search = to_tsvector('english'::regconfig, statement)"))
-            for statement in _SEARCH.POSTGRESQL_SEARCH:
-                if statement.startswith(("CREATE TRIGGER", "CREATE INDEX")):
-                    conn.execute(text(statement))
+            conn.execute(text(next(s for s in _SEARCH.POSTGRESQL_SEARCH if s.startswith("CREATE INDEX"))))

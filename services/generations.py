@@ -186,10 +186,15 @@ class Generations:
                 _remove_sqlite(Path(make_url(url).database or ""))
             return
         with target.begin() as conn:
+            # A page's search vector (a column migrations add, not the metadata) was computed by the
+            # worker's insert trigger: copied as it is, with the trigger off, not computed again.
+            conn.execute(text("ALTER TABLE claim_pages DISABLE TRIGGER claim_pages_search_insert"))
             for _, schema in places:
                 for t in tables:
-                    columns = ", ".join(f'"{c.name}"' for c in t.columns)
+                    names = [c.name for c in t.columns] + (["statement_search"] if t.name == "claim_pages" else [])
+                    columns = ", ".join(f'"{name}"' for name in names)
                     conn.execute(text(f'INSERT INTO "{t.name}" ({columns}) SELECT {columns} FROM "{schema}"."{t.name}"'))
+            conn.execute(text("ALTER TABLE claim_pages ENABLE TRIGGER claim_pages_search_insert"))
         with self.home.begin() as conn:
             for _, schema in places:
                 conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
