@@ -22,7 +22,7 @@ from tests.integration.command_api import Api
 from tests.integration.test_projector import append_history, project_all
 
 JUDGE = Actor(id="reviewer-bot", kind="model", model="judge-2")
-LONG = 2 * SNAPSHOT_EVERY + 31  # two snapshots, and events after the last
+LONG = 3 * SNAPSHOT_EVERY - 7  # two snapshots, and events after the last (fewer than SNAPSHOT_EVERY)
 
 
 def long_life(claim_id: str) -> list[Event]:
@@ -66,7 +66,8 @@ async def test_an_as_of_read_from_a_snapshot_equals_the_fold_from_the_first_even
     assert taken == [seqs[SNAPSHOT_EVERY - 1], seqs[2 * SNAPSHOT_EVERY - 1]]
     assert PAGE.validate_json(live).event_count == LONG
 
-    points = sorted({*seqs[::9], *(seqs[i] for i in (0, 98, 99, 100, 198, 199, 200)), seqs[-1], seqs[5] + 1})
+    S = SNAPSHOT_EVERY  # the snapshots' edges
+    points = sorted({*seqs[::9], *(seqs[i] for i in (0, S - 2, S - 1, S, 2 * S - 2, 2 * S - 1, 2 * S)), seqs[-1], seqs[5] + 1})
     for seq in points:
         from_first = await page_json_as_of(claim_log, claim, AsOf(seq=seq))
         from_snapshot = await page_json_as_of(claim_log, claim, AsOf(seq=seq), snapshots=engine)
@@ -75,7 +76,7 @@ async def test_an_as_of_read_from_a_snapshot_equals_the_fold_from_the_first_even
 
     # By time: the snapshot taken at or before the moment, and the events stored up to it.
     stored = await claim_log.read_claim(claim)
-    for i in (SNAPSHOT_EVERY - 2, SNAPSHOT_EVERY - 1, SNAPSHOT_EVERY + 40, LONG - 1):
+    for i in (SNAPSHOT_EVERY - 2, SNAPSHOT_EVERY - 1, SNAPSHOT_EVERY + SNAPSHOT_EVERY // 2, LONG - 1):
         for moment in (stored[i].stored_at, stored[i].stored_at - timedelta(microseconds=1)):
             point = AsOf(at=moment)
             assert await page_json_as_of(claim_log, claim, point, snapshots=engine) == await page_json_as_of(claim_log, claim, point)
@@ -83,7 +84,7 @@ async def test_an_as_of_read_from_a_snapshot_equals_the_fold_from_the_first_even
     assert before is None
     assert latest_snapshot(engine, claim, AsOf(seq=seqs[-1])).seq == taken[-1]
     # Between the two snapshots by time: the read stops at the second, stored after the moment.
-    between = latest_snapshot(engine, claim, AsOf(at=stored[SNAPSHOT_EVERY + 40].stored_at))
+    between = latest_snapshot(engine, claim, AsOf(at=stored[SNAPSHOT_EVERY + SNAPSHOT_EVERY // 2].stored_at))
     assert (between.seq, between.read_up_to) == (taken[0], taken[1])
     assert latest_snapshot(engine, claim, AsOf(at=stored[-1].stored_at)).read_up_to is None
 
