@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from multiprocessing.connection import Connection as PipeEnd
-from typing import Protocol
 
 from sqlalchemy import Connection, Engine, select
 
@@ -221,9 +220,10 @@ async def _distribute(claim_log: ClaimLog, name: str, head: int, sending: list[P
     """Read the log through ``head`` once and send each worker its share of every batch, then ``None``.
 
     Each worker reading the whole log itself and skipping the others' events cost it a quarter of
-    its CPU time, and the server sent every event once per worker. A worker that has stopped taking its shares (it folds its share again from the log after a
-    poison event) is sent nothing more. A share ends with the batch's last event even when that is
-    another share's (sent without its data): the worker skips it, and its checkpoint moves on.
+    its CPU time, and the server sent every event once per worker. A worker that has stopped taking
+    its shares (it folds its share again from the log after a poison event) is sent nothing more. A
+    share ends with the batch's last event even when that is another share's (sent without its
+    data): the worker skips it, and its checkpoint moves on.
     """
     parts = len(sending)
     open_ = list(sending)
@@ -284,16 +284,8 @@ class FedDelivery:
         return time_stored(self.stored_ns, self.restored)
 
 
-class Feed(Protocol):
-    """A worker's shares, in order, then ``None``."""
-
-    def receive(self) -> list[tuple] | None: ...
-
-    def close(self) -> None: ...
-
-
 class _PipeFeed:
-    """The shares ``_distribute`` sends down a pipe."""
+    """A worker's shares as ``_distribute`` sends them down a pipe, in order, then ``None``."""
 
     def __init__(self, pipe: PipeEnd) -> None:
         self._pipe = pipe
@@ -308,7 +300,7 @@ class _PipeFeed:
 class _Fed:
     """What a worker's projector reads from: its shares as the reading process sends them."""
 
-    def __init__(self, feed: Feed) -> None:
+    def __init__(self, feed: _PipeFeed) -> None:
         self._feed = feed
         self._ended = False
 
@@ -346,7 +338,7 @@ def _partition_main(nats_url: str, spec, place: tuple[str, str | None], part: in
         feed.close()
 
 
-async def _fold_partition(nats_url: str, spec, place, part: int, parts: int, head: int, name: str, counter, feed: Feed) -> None:
+async def _fold_partition(nats_url: str, spec, place, part: int, parts: int, head: int, name: str, counter, feed: _PipeFeed) -> None:
     from services.db import make_engine
 
     url, schema = place
