@@ -89,14 +89,9 @@ def parse_store_time(text: str) -> datetime:
     return datetime.fromisoformat(stamp).replace(tzinfo=UTC)
 
 
-def stored_time(headers: RawHeaders | dict[str, str] | None, server_time: datetime) -> datetime:
-    """When the event entered the log: its restored store time, if it was imported, else the server's."""
-    restored = headers.get(RESTORED_TIME) if headers else None
-    return parse_store_time(restored) if restored else server_time
-
-
 def time_stored(server_ns: int, restored: str | None) -> datetime:
-    """``stored_time`` from the server's store time in Unix nanoseconds and the restored time's header."""
+    """When the event entered the log: its restored store time (the header an import sets), if it was
+    imported, else the server's, given in Unix nanoseconds."""
     return parse_store_time(restored) if restored else store_time_from_ns(server_ns)
 
 
@@ -234,7 +229,7 @@ class ClaimReader:
         done, page = entry
         status = headers.get("Status")
         if not status:
-            restored = headers.get(RESTORED_TIME)  # as in stored_time: an imported event's store time wins
+            restored = headers.get(RESTORED_TIME)  # as in time_stored: an imported event's store time wins
             page.append(
                 _stored_event(
                     int(headers["Nats-Sequence"]),

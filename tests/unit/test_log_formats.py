@@ -7,7 +7,7 @@ from nats.aio.client import Client
 
 from services.log import LogError
 from services.log.connection import RESTORED_TIME, FastHeadersClient, RawHeaders
-from services.log.consumer import Delivery, _sequence, _store_ns
+from services.log.consumer import Delivery, _position
 from services.log.reader import parse_store_time, store_time_from_ns
 
 
@@ -21,25 +21,23 @@ def test_store_times_agree_whether_read_as_text_or_as_nanoseconds():
 def test_both_ack_subject_formats_give_the_stream_sequence_and_time():
     v1 = "$JS.ACK.CLAIMS.projector.1.42.40.1796230567939147999.7"
     v2 = "$JS.ACK._.ACCOUNTHASH.CLAIMS.projector.1.42.40.1796230567939147999.7.token"
-    assert _sequence(v1) == _sequence(v2) == 42
-    assert _store_ns(v1) == _store_ns(v2) == 1_796_230_567_939_147_999
-    delivery = Delivery(42, "claims.CLM-0001.ClaimDrafted", b"{}", v2, {})
+    assert _position(v1) == _position(v2) == (42, 1_796_230_567_939_147_999)
+    delivery = Delivery(*_position(v2), "claims.CLM-0001.ClaimDrafted", b"{}", v2, {})
     assert delivery.stamp() == (1_796_230_567_939_147_999, None)
     assert delivery.stored_at == store_time_from_ns(1_796_230_567_939_147_999)
 
 
 def test_an_imported_events_restored_store_time_wins_over_the_servers():
     restored = "2025-01-02T03:04:05.123456Z"
-    delivery = Delivery(42, "claims.CLM-0001.ClaimDrafted", b"{}", "$JS.ACK.CLAIMS.p.1.42.40.1796230567939147999.7", {RESTORED_TIME: restored})
+    reply = "$JS.ACK.CLAIMS.p.1.42.40.1796230567939147999.7"
+    delivery = Delivery(*_position(reply), "claims.CLM-0001.ClaimDrafted", b"{}", reply, {RESTORED_TIME: restored})
     assert delivery.stamp() == (1_796_230_567_939_147_999, restored)
     assert delivery.stored_at == parse_store_time(restored)
 
 
 def test_a_reply_that_is_not_an_ack_subject_is_refused():
     with pytest.raises(LogError, match="not a JetStream delivery"):
-        _sequence("_INBOX.abc")
-    with pytest.raises(LogError, match="not a JetStream delivery"):
-        _store_ns("_INBOX.abc")
+        _position("_INBOX.abc")
 
 
 @pytest.mark.parametrize(
