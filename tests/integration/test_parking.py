@@ -25,7 +25,8 @@ from services.projector import Projector
 from services.projector.parking import parked_count, parked_rows
 from services.projector.retry import retry_parked
 from services.read_api.queries import claim_page
-from services.replay import _distribute, _fold_partition, _PipeFeed
+from services.replay_parallel import distribute
+from services.replay_worker import PipeFeed, fold_partition
 from tests.builders import attached, filed, history
 from tests.conftest import _postgres_database, random_claim_id
 from tests.integration.test_projector import append_history
@@ -109,7 +110,7 @@ async def test_a_poison_event_parks_its_claim_in_order_and_after_the_fix_retry_g
     await project(claim_log, replay_engine, batch=1000, name="replay")
     with replay_engine.connect() as conn:
         assert table_checksums(conn) == with_fault
-    with caplog.at_level(logging.WARNING, logger="services.replay"):
+    with caplog.at_level(logging.WARNING, logger="services.replay_worker"):
         assert await _worker_fold(nats_url, claim_log, worker_url) == with_fault
     assert "folding its share again without write-behind" in caplog.text
 
@@ -163,8 +164,8 @@ async def _worker_fold(nats_url: str, claim_log: ClaimLog, url: str) -> dict[str
     head = await claim_log.head()
     receiving, sending = multiprocessing.Pipe(duplex=False)
     await asyncio.gather(
-        _distribute(claim_log, "reader", head, [sending]),
-        _fold_partition(nats_url, claim_log.spec, (url, None), 0, 1, head, "worker-p0", SimpleNamespace(value=0), _PipeFeed(receiving)),
+        distribute(claim_log, "reader", head, [sending]),
+        fold_partition(nats_url, claim_log.spec, (url, None), 0, 1, head, "worker-p0", SimpleNamespace(value=0), PipeFeed(receiving)),
     )
     sending.close()
     engine = make_engine(url)
@@ -176,9 +177,9 @@ async def _worker_fold(nats_url: str, claim_log: ClaimLog, url: str) -> dict[str
 
 
 async def _clean_replay(claim_log: ClaimLog, engine: Engine) -> dict[str, str]:
-    from services.replay import _clear
+    from services.replay_worker import clear_place
 
-    _clear(engine)
+    clear_place(engine)
     await project(claim_log, engine, batch=1000, name="clean")
     with engine.connect() as conn:
         return table_checksums(conn)
