@@ -71,29 +71,33 @@ async def build_in_parallel(
     for receiving, _ in pipes:
         receiving.close()  # the worker's copy is the only one left: its exit breaks the pipe
     distributing = asyncio.create_task(distribute(claim_log, f"{name}-reader", head, [sending for _, sending in pipes]))
+    failed: list[multiprocessing.Process] = []
     try:
         while not distributing.done() or any(worker.is_alive() for worker in workers):
             if distributing.done():
                 distributing.result()  # a failed read ends the rebuild at once
-            if any(worker.exitcode not in (None, 0) for worker in workers):
+            failed = [worker for worker in workers if worker.exitcode not in (None, 0)]
+            if failed:
                 break  # so does a failed worker
             if progress:
                 progress(min(counter.value for counter in counters), head)
             await asyncio.sleep(0.2)
-        distributing.result()
+        if distributing.done():
+            distributing.result()
     finally:
         distributing.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await distributing
         for worker in workers:
             if worker.is_alive():
-                worker.terminate()
+                worker.terminate()  # the others' work is lost with the failed one's
             worker.join()
         for _, sending in pipes:
             sending.close()
-    failed = [w.name for w in workers if w.exitcode != 0]
+    failed = failed or [worker for worker in workers if worker.exitcode != 0]
     if failed:
-        raise RuntimeError(f"replay worker(s) {', '.join(failed)} failed (exit codes {[w.exitcode for w in workers]})")
+        names = ", ".join(f"{worker.name} (exit code {worker.exitcode})" for worker in failed)
+        raise RuntimeError(f"replay worker {names} failed; its log is above, and the new generation is abandoned")
     folded = time.monotonic()
     with generations.building(number) as target:
         drop_secondary(target)  # the merge copies rows in bare; each index is then built once (bulk_build.py)

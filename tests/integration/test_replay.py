@@ -249,3 +249,26 @@ def schema_objects(conn: Connection) -> dict[str, list[str]]:
         query = "SELECT tgname FROM pg_trigger WHERE tgrelid = 'claim_pages'::regclass AND NOT tgisinternal ORDER BY tgname"
     objects["triggers"] = list(conn.execute(text(query)).scalars())
     return objects
+
+
+class _UnusablePlaces(Generations):
+    """Gives every rebuild worker but the first a place it cannot open."""
+
+    def partition(self, number: int, part: int) -> tuple[str, str | None]:
+        return "sqlite:////proc/claimlog-no-such-directory/share.db", None
+
+
+async def test_a_failed_rebuild_worker_fails_the_rebuild_by_name_and_the_active_generation_stays(
+    claim_log: ClaimLog, engine: Engine, settings: Settings
+):
+    for _ in range(3):
+        await append_history(claim_log, random_claim_id())
+    await project_all(claim_log, engine)
+    generations = _UnusablePlaces(settings.resolved_database_url())
+    try:
+        with pytest.raises(RuntimeError, match=r"^replay worker claimlog-replay-p1 \(exit code 1\) failed;"):
+            await rebuild_generation(settings, generations, workers=2, parallel_from=0)
+        assert generations.active_number() == 0
+        assert [(g.number, g.state) for g in generations.list()] == [(0, "active"), (1, "dropped")]
+    finally:
+        generations.close()
