@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from projections.tables import CONTROL_TABLES, metadata
 
@@ -56,3 +56,36 @@ def restore_secondary(engine: Engine) -> None:
                 conn.execute(text(trigger))
         else:
             conn.execute(text(next(s for s in _SEARCH.POSTGRESQL_SEARCH if s.startswith("CREATE INDEX"))))
+
+
+def merge_sqlite(target: Engine, files: list[str], tables: list[str]) -> None:
+    """Append the rows of ``tables`` in each SQLite file to the same tables of ``target``, every column the file has."""
+    raw = target.raw_connection()
+    try:
+        cursor = raw.cursor()
+        for file in files:
+            cursor.execute("ATTACH DATABASE ? AS part", (file,))
+            for name in tables:
+                names = [row[1] for row in cursor.execute(f'PRAGMA part.table_info("{name}")')]
+                columns = ", ".join(f'"{column}"' for column in names)
+                cursor.execute(f'INSERT INTO main."{name}" ({columns}) SELECT {columns} FROM part."{name}"')
+            raw.commit()
+            cursor.execute("DETACH DATABASE part")
+    finally:
+        raw.close()
+
+
+_PLACE_COLUMNS = text(
+    "SELECT column_name FROM information_schema.columns WHERE table_schema = :schema AND table_name = :table ORDER BY ordinal_position"
+)
+
+
+def merge_postgresql(conn: Connection, schema: str, tables: list[str]) -> None:
+    """Append the rows of ``tables`` in ``schema`` to the same tables on ``conn``'s search path, every column the schema's have."""
+    for name in tables:
+        columns = ", ".join(f'"{c}"' for c in conn.execute(_PLACE_COLUMNS, {"schema": schema, "table": name}).scalars())
+        # The table's own triggers (a page's search vector, computed on insert) are off for the copy: the
+        # copied rows carry what the worker's triggers computed.
+        conn.execute(text(f'ALTER TABLE "{name}" DISABLE TRIGGER USER'))
+        conn.execute(text(f'INSERT INTO "{name}" ({columns}) SELECT {columns} FROM "{schema}"."{name}"'))
+        conn.execute(text(f'ALTER TABLE "{name}" ENABLE TRIGGER USER'))

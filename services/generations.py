@@ -20,6 +20,7 @@ from sqlalchemy import Engine, delete, func, insert, select, text, update
 from sqlalchemy.engine import make_url
 
 from projections.tables import CONTROL_TABLES, metadata, read_model_generations
+from services.bulk_build import merge_postgresql, merge_sqlite
 from services.db import make_engine, upgrade
 
 table = read_model_generations
@@ -166,35 +167,21 @@ class Generations:
 
     def merge_partitions(self, number: int, places: list[tuple[str, str | None]], target: Engine | None = None) -> None:
         """Copy every worker's rows into generation ``number`` (in the database itself, no round trips),
-        then remove the workers' places. Checkpoints are not copied: the caller sets them."""
-        tables = [t for t in metadata.sorted_tables if t.name not in CONTROL_TABLES and t.name != "projection_checkpoints"]
+        then remove the workers' places. Checkpoints are not copied: the caller sets them.
+
+        Every column a place's table has is copied, those migrations add beside the metadata's (a
+        PostgreSQL page's search vector) included: the worker computed them, the merge keeps them.
+        """
+        tables = [t.name for t in metadata.sorted_tables if t.name not in CONTROL_TABLES and t.name != "projection_checkpoints"]
         target = target or self.engine(number)
         if self.dialect == "sqlite":
-            raw = target.raw_connection()
-            try:
-                cursor = raw.cursor()
-                for url, _ in places:
-                    cursor.execute("ATTACH DATABASE ? AS part", (make_url(url).database,))
-                    for t in tables:
-                        columns = ", ".join(f'"{c.name}"' for c in t.columns)
-                        cursor.execute(f'INSERT INTO main."{t.name}" ({columns}) SELECT {columns} FROM part."{t.name}"')
-                    raw.commit()
-                    cursor.execute("DETACH DATABASE part")
-            finally:
-                raw.close()
+            merge_sqlite(target, [make_url(url).database or "" for url, _ in places], tables)
             for url, _ in places:
                 _remove_sqlite(Path(make_url(url).database or ""))
             return
         with target.begin() as conn:
-            # A page's search vector (a column migrations add, not the metadata) was computed by the
-            # worker's insert trigger: copied as it is, with the trigger off, not computed again.
-            conn.execute(text("ALTER TABLE claim_pages DISABLE TRIGGER claim_pages_search_insert"))
             for _, schema in places:
-                for t in tables:
-                    names = [c.name for c in t.columns] + (["statement_search"] if t.name == "claim_pages" else [])
-                    columns = ", ".join(f'"{name}"' for name in names)
-                    conn.execute(text(f'INSERT INTO "{t.name}" ({columns}) SELECT {columns} FROM "{schema}"."{t.name}"'))
-            conn.execute(text("ALTER TABLE claim_pages ENABLE TRIGGER claim_pages_search_insert"))
+                merge_postgresql(conn, schema, tables)
         with self.home.begin() as conn:
             for _, schema in places:
                 conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
