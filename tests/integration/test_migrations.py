@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine, inspect, text
 
 from projections.tables import (
     POSTGRESQL_SEARCH_COLUMN,
@@ -19,7 +20,8 @@ from projections.tables import (
     alembic_filters,
     metadata,
 )
-from services.db import DatabaseNotReadyError, make_engine, require_current
+from services.db import DatabaseNotReadyError, alembic_config, make_engine, require_current, upgrade
+from tests.conftest import _postgres_database
 
 
 def test_migrations_build_exactly_the_declared_tables(engine: Engine):
@@ -58,3 +60,21 @@ def test_db_upgrade_from_the_command_line(tmp_path: Path):
     engine = make_engine(f"sqlite:///{tmp_path / 'data' / 'claimlog.sqlite3'}")
     require_current(engine)
     engine.dispose()
+
+
+def test_page_documents_are_compressed_with_lz4_on_postgresql_and_back_with_pglz_on_downgrade():
+    compression = text(
+        "SELECT attrelid::regclass::text, attcompression FROM pg_attribute "
+        "WHERE attname = 'doc' AND attrelid IN ('claim_pages'::regclass, 'page_snapshots'::regclass) ORDER BY 1"
+    )
+    for url in _postgres_database():
+        engine = make_engine(url)
+        try:
+            upgrade(engine)
+            with engine.connect() as conn:
+                assert conn.execute(compression).all() == [("claim_pages", "l"), ("page_snapshots", "l")]
+            command.downgrade(alembic_config(engine), "0011")
+            with engine.connect() as conn:
+                assert conn.execute(compression).all() == [("claim_pages", "p"), ("page_snapshots", "p")]
+        finally:
+            engine.dispose()
