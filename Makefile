@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: run test install bench lint clean
 
@@ -12,12 +13,18 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-bench: $(STAMP)
+bench: $(BENCH_STAMP)
 	$(BIN)/python bench/latency.py
 	$(BIN)/python bench/backlog.py
 	$(BIN)/python bench/bulk.py
 	$(BIN)/python bench/commands.py
 	$(BIN)/python bench/read_api.py
+	$(BIN)/python bench/replay.py
+
+# The benchmarks' peers (the eventsourcing library, for bench/replay.py) on top of the test install.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $(BENCH_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
