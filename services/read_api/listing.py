@@ -17,7 +17,7 @@ from sqlalchemy import Connection
 
 from events.envelope import CLAIM_ID_PATTERN
 from projections.page_model import ReviewState
-from services.read_api import queries
+from services.read_api import listing_sql
 from services.read_api.errors import bad_request
 
 Sort = Literal["id", "recent", "contested", "evidence", "relevance"]
@@ -47,10 +47,10 @@ class ListingQuery(BaseModel):
     limit: int = Field(50, ge=1, le=200, description="Claims per page.")
     cursor: str | None = Field(None, max_length=200, description="next_cursor of the previous page, with the same query.")
 
-    def filters(self) -> queries.ClaimFilters:
+    def filters(self) -> listing_sql.ClaimFilters:
         """The filters this query asks for: active claims only unless a lifecycle or include_closed says otherwise."""
-        lifecycles = queries.LIFECYCLES if self.include_closed else ("active",)
-        return queries.ClaimFilters(
+        lifecycles = listing_sql.LIFECYCLES if self.include_closed else ("active",)
+        return listing_sql.ClaimFilters(
             q=self.q,
             capability=self.capability,
             technique=self.technique,
@@ -77,19 +77,19 @@ def read_listing(conn: Connection, query: ListingQuery) -> Listing:
     sort = query.sort or ("relevance" if query.q is not None else "id")
     if sort == "relevance" and query.q is None:
         raise bad_request("bad_sort", "sort=relevance ranks the claims a search finds: give q as well")
-    if query.q is not None and queries.fts5_query(query.q) is None:
+    if query.q is not None and listing_sql.fts5_query(query.q) is None:
         raise bad_request("bad_query", f"q={query.q!r} names no word to look for")
     filters = query.filters()
     fingerprint = _fingerprint(sort, filters)
     after = _decode_position(query.cursor, fingerprint=fingerprint, sort=sort) if query.cursor else None
-    rows = queries.claim_listing(conn, filters, sort=sort, after=after, limit=query.limit + 1)
+    rows = listing_sql.claim_listing(conn, filters, sort=sort, after=after, limit=query.limit + 1)
     more = len(rows) > query.limit
     rows = rows[: query.limit]
     next_cursor = _encode_position(fingerprint, rows[-1]["sort_key"], rows[-1]["claim_id"]) if more else None
     return Listing(sort, rows, next_cursor)
 
 
-def _fingerprint(sort: str, filters: queries.ClaimFilters) -> str:
+def _fingerprint(sort: str, filters: listing_sql.ClaimFilters) -> str:
     """What a listing cursor is valid for, in 12 characters: the sort and every filter."""
     digest = hashlib.sha256(json.dumps([sort, dataclasses.astuple(filters)]).encode()).digest()
     return base64.urlsafe_b64encode(digest[:9]).decode()

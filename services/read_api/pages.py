@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from events import Actor
 from services.ingest.page_format import INVITATION, RELATION_WORDS, UNREVIEWED_NOTE
-from services.read_api import queries
+from services.read_api import listing_sql, queries
 from services.read_api.aggregates import read_scorecard
 from services.read_api.chart import scorecard_chart
 from services.read_api.consistency import visible_after
@@ -88,7 +88,7 @@ def claim_listing(db: DB, request: Request) -> HTMLResponse:
         query = ListingQuery.model_validate(asked)
         with db.connect() as conn:
             listing = read_listing(conn, query)
-            total = queries.claim_count(conn, query.filters())
+            total = listing_sql.claim_count(conn, query.filters())
     except ValidationError as error:
         return _listing_page(asked, 400, problem=_problems(error))
     except HTTPException as error:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 from sqlalchemy import Engine
 
-from services.read_api.queries import ClaimFilters, listing_statement
+from services.read_api.listing_sql import ClaimFilters, listing_statement
 from tests.conftest import random_claim_id
 from tests.integration.command_api import Api, draft
 

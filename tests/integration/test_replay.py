@@ -23,7 +23,7 @@ from projections.tables import checkpoints, claim_pages, unreadable_events
 from services.generations import Generations
 from services.log import ClaimLog
 from services.projector import Projector
-from services.read_api.queries import ClaimFilters, claim_listing
+from services.read_api.listing_sql import ClaimFilters, claim_listing
 from services.read_api.server import build_app
 from services.replay import rebuild_generation, rebuild_if_stale, stale_projections
 from services.settings import Settings
