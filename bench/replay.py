@@ -1,7 +1,7 @@
 """Replay: rebuild the read models from a log of a million events, from a cold start, into SQLite and PostgreSQL.
 
     python bench/replay.py [--claims 100000] [--per-claim 10] [--postgres URL] [--peer-claims 2000]
-    python bench/replay.py --as-of-only [--claims 100000] [--as-of-repeats 10]   (the as-of page alone)
+    python bench/replay.py --as-of-only [--claims 100000] [--as-of-repeats 10] [--spread-long]   (the as-of page alone)
 
 Publishes the log once (claims' events interleaved a thousand claims at a time, as pipelines and
 people interleave them), then for each database runs what `claimlog replay` runs
@@ -11,12 +11,15 @@ the log grows. The peer in the same run is the Python ``eventsourcing`` library 
 (store the same events, then project the same counts with its own projection runner), at a size it
 finishes in reasonable time; the ratio compares rates. Targets (issue 5): 30,000 events/s or more
 into SQLite, 15,000 or more into PostgreSQL, memory flat; an as-of page of a claim with 1,000 events
-under 50 ms.
+under 50 ms. The long claims' events are appended after the log, each claim's together; with
+``--spread-long`` they are spread evenly through it instead, as a claim that gathers events over the
+log's whole life has them, so reading one makes the server walk more of the stream.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import random
@@ -59,8 +62,19 @@ def workload(claims: int, per_claim: int, seed: int = 7):
                     yield linked[i]
 
 
-async def publish(url: str, claims: int, per_claim: int, window: int = 2000) -> tuple[int, float]:
-    """Publish the workload with many acknowledgements in flight; returns (events, events/s)."""
+def spread(events, extra: list, every: int):
+    """``events`` with one of ``extra`` after every ``every`` of them (any left over at the end)."""
+    pending = iter(extra)
+    for count, item in enumerate(events, 1):
+        yield item
+        if count % every == 0:
+            yield from itertools.islice(pending, 1)
+    yield from pending
+
+
+async def publish(url: str, claims: int, per_claim: int, window: int = 2000, extra: list = ()) -> tuple[int, float]:
+    """Publish the workload, and ``extra`` events spread evenly through it, with many acknowledgements in
+    flight; returns (events, events/s)."""
     nc = await connect(url, name="bench-publisher")
     await ClaimLog(nc, StreamSpec("CLAIMS")).ensure()
     js = nc.jetstream()
@@ -75,12 +89,13 @@ async def publish(url: str, claims: int, per_claim: int, window: int = 2000) -> 
         finally:
             slots.release()
 
-    total = claims * per_claim
+    total = claims * per_claim + len(extra)
+    log = spread(workload(claims, per_claim), list(extra), max(1, claims * per_claim // max(1, len(extra))))
     started = time.perf_counter()
     tasks = set()
     with progress() as bar:
         task = bar.add_task("publish the log", total=total, rate="")
-        for count, (event, data) in enumerate(workload(claims, per_claim), 1):
+        for count, (event, data) in enumerate(log, 1):
             await slots.acquire()
             pending = asyncio.create_task(one(event_subject(event.claim_id, event.type), data, event.event_id))
             tasks.add(pending)
@@ -95,24 +110,30 @@ async def publish(url: str, claims: int, per_claim: int, window: int = 2000) -> 
     return total, total / (time.perf_counter() - started)
 
 
-LONG_CLAIMS = 5  # claims of LONG_EVENTS events each, appended after the log, for the as-of page
+LONG_CLAIMS = 5  # claims of LONG_EVENTS events each, for the as-of page
 LONG_EVENTS = 1000
 
 
-async def publish_long_claims(url: str, claims: int) -> list[str]:
-    """Claims with 1,000 events each (sources, disagreements, reviews): the as-of page's worst case."""
+def long_claims(first: int) -> list[list]:
+    """Claims with 1,000 events each (sources, disagreements, reviews), each one's events chained."""
+    rng = random.Random(11)
+    return [chain(claim_events(number, LONG_EVENTS, rng), None) for number in range(first, first + LONG_CLAIMS)]
+
+
+def interleaved(claims: list[list]) -> list:
+    """The claims' events taking turns, each claim's in its own order."""
+    return [linked[i] for i in range(LONG_EVENTS) for linked in claims]
+
+
+async def publish_long_claims(url: str, claims: list[list]) -> None:
+    """Append the long claims after the log, each one's events together."""
     nc = await connect(url, name="bench-long-claims")
     js = nc.jetstream()
-    rng = random.Random(11)
-    ids = []
-    for number in range(claims, claims + LONG_CLAIMS):
-        linked = chain(claim_events(number, LONG_EVENTS, rng), None)
-        ids.append(linked[0][0].claim_id)
+    for linked in claims:
         await asyncio.gather(
             *(js.publish(event_subject(e.claim_id, e.type), data, stream="CLAIMS", headers={"Nats-Msg-Id": e.event_id}) for e, data in linked)
         )
     await nc.close()
-    return ids
 
 
 async def measure_as_of(url: str, claim_ids: list[str], repeats: int, snapshots) -> dict[str, list[float]]:
@@ -243,6 +264,10 @@ def main() -> None:
     parser.add_argument(
         "--as-of-only", action="store_true", help="Measure only the as-of page: publish the log and the long claims, replay into SQLite only, no peer."
     )
+    parser.add_argument(
+        "--spread-long", action="store_true",
+        help="Spread the long claims' events evenly through the log, instead of appending each claim's together after it.",
+    )
     parser.add_argument("--as-of-repeats", type=int, default=10, help="Reads of each long claim's as-of page (default 10).")
     args = parser.parse_args()
     if args.child:
@@ -253,9 +278,13 @@ def main() -> None:
     server.start()
     results, cleanups = {}, []
     try:
-        events, publish_rate = run(publish(server.url_for("admin"), args.claims, args.per_claim))
-        long_claims = run(publish_long_claims(server.url_for("admin"), args.claims))
-        events += LONG_CLAIMS * LONG_EVENTS
+        long = long_claims(args.claims)
+        extra = interleaved(long) if args.spread_long else []
+        events, publish_rate = run(publish(server.url_for("admin"), args.claims, args.per_claim, extra=extra))
+        if not args.spread_long:
+            run(publish_long_claims(server.url_for("admin"), long))
+            events += LONG_CLAIMS * LONG_EVENTS
+        long_ids = [linked[0][0].claim_id for linked in long]
         targets = {"sqlite": f"sqlite:///{work / 'claimlog.sqlite3'}"}
         if not (args.no_postgres or args.as_of_only):
             url, drop = fresh_postgres(args.postgres)
@@ -263,7 +292,7 @@ def main() -> None:
         for kind, url in targets.items():
             upgrade(make_engine(url))
             results[kind] = replay_in_child(server.url_for("admin"), url)
-        as_of = as_of_both_ways(server.url_for("admin"), targets["sqlite"], long_claims, args.as_of_repeats)
+        as_of = as_of_both_ways(server.url_for("admin"), targets["sqlite"], long_ids, args.as_of_repeats)
         if args.as_of_only:
             return report_as_of(as_of)
         peers = {}
