@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -62,7 +63,7 @@ def workload(claims: int, per_claim: int, seed: int = 7):
                     yield linked[i]
 
 
-def spread(events, extra: list, every: int):
+def spread(events, extra: Sequence, every: int):
     """``events`` with one of ``extra`` after every ``every`` of them (any left over at the end)."""
     pending = iter(extra)
     for count, item in enumerate(events, 1):
@@ -72,7 +73,7 @@ def spread(events, extra: list, every: int):
     yield from pending
 
 
-async def publish(url: str, claims: int, per_claim: int, window: int = 2000, extra: list = ()) -> tuple[int, float]:
+async def publish(url: str, claims: int, per_claim: int, window: int = 2000, extra: Sequence = ()) -> tuple[int, float]:
     """Publish the workload, and ``extra`` events spread evenly through it, with many acknowledgements in
     flight; returns (events, events/s)."""
     nc = await connect(url, name="bench-publisher")
@@ -90,7 +91,7 @@ async def publish(url: str, claims: int, per_claim: int, window: int = 2000, ext
             slots.release()
 
     total = claims * per_claim + len(extra)
-    log = spread(workload(claims, per_claim), list(extra), max(1, claims * per_claim // max(1, len(extra))))
+    log = spread(workload(claims, per_claim), extra, max(1, claims * per_claim // max(1, len(extra))))
     started = time.perf_counter()
     tasks = set()
     with progress() as bar:

@@ -11,7 +11,8 @@ The indexes are the ones the tables declare (projections/tables.py); the SQLite 
 migration 0003's, the only place they are defined, less the insert trigger migration 0010 dropped, so
 the restored schema is the one Alembic built. On PostgreSQL the search triggers stay throughout: each
 page's search vector is computed as it is inserted (migration 0011), by the worker that folds it, and
-the merge copies it (``merge_partitions``); only the search index is dropped and built again.
+the merge copies it (``merge_postgresql``, every column the worker's table has); only the search
+index is dropped and built again.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ from projections.tables import checkpoints, claim_pages
 from services.generations import Generations
 from services.log import ClaimLog, connect
 from services.projector.runner import Projector
-from services.replay_parallel import REPLAY_BATCH, Progress, build_in_parallel
+from services.replay_parallel import Progress, build_in_parallel
+from services.replay_worker import REPLAY_BATCH
 from services.runtime import nats_server, ready, stream_spec
 from services.settings import Settings
 

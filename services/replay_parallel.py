@@ -52,10 +52,33 @@ async def build_in_parallel(
     # others are merged: on a log of a million events the merge copied 600 MB of pages.
     generations.engine(number).dispose()  # the first worker's scratch engine must be the file's only one
     places = [generations.place(number)] + [generations.partition(number, part) for part in range(1, parts)]
+    started = time.monotonic()
+    await _fold(claim_log, nats_url, stream_spec(settings), places, head, name, progress)
+    folded = time.monotonic()
+    with generations.building(number) as target:
+        drop_secondary(target)  # the merge copies rows in bare; each index is then built once (bulk_build.py)
+        generations.merge_partitions(number, places[1:], target)
+        merged = time.monotonic()
+        restore_secondary(target)
+    log.info(
+        "generation %s: %s workers folded %s events in %.1fs, merged in %.1fs, indexed in %.1fs",
+        number, parts, head, folded - started, merged - folded, time.monotonic() - merged,
+    )
+    with generations.engine(number).begin() as conn:
+        conn.execute(checkpoints.delete())
+        conn.execute(checkpoints.insert(), [{"name": p.name, "version": p.version, "last_seq": head} for p in build_projections()])
+
+
+async def _fold(claim_log: ClaimLog, nats_url: str, spec, places: list, head: int, name: str, progress: Progress | None) -> None:
+    """Start a worker process per place, feed them the log through ``head``, and wait for them all.
+
+    A failed read or a failed worker ends the fold at once: the other workers are stopped, and the
+    error names the worker that failed on its own.
+    """
+    parts = len(places)
     context = multiprocessing.get_context("spawn")
     counters = [context.Value("q", 0) for _ in range(parts)]
     pipes = [context.Pipe(duplex=False) for _ in range(parts)]  # (receiving end, sending end)
-    spec = stream_spec(settings)
     workers = [
         context.Process(
             target=partition_main,
@@ -65,25 +88,18 @@ async def build_in_parallel(
         )
         for part, place in enumerate(places)
     ]
-    started = time.monotonic()
     for worker in workers:
         worker.start()
     for receiving, _ in pipes:
         receiving.close()  # the worker's copy is the only one left: its exit breaks the pipe
+
+    def report() -> None:
+        if progress:
+            progress(min(counter.value for counter in counters), head)
+
     distributing = asyncio.create_task(distribute(claim_log, f"{name}-reader", head, [sending for _, sending in pipes]))
-    failed: list[multiprocessing.Process] = []
     try:
-        while not distributing.done() or any(worker.is_alive() for worker in workers):
-            if distributing.done():
-                distributing.result()  # a failed read ends the rebuild at once
-            failed = [worker for worker in workers if worker.exitcode not in (None, 0)]
-            if failed:
-                break  # so does a failed worker
-            if progress:
-                progress(min(counter.value for counter in counters), head)
-            await asyncio.sleep(0.2)
-        if distributing.done():
-            distributing.result()
+        failed = await _watch(distributing, workers, report)
     finally:
         distributing.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -98,19 +114,21 @@ async def build_in_parallel(
     if failed:
         names = ", ".join(f"{worker.name} (exit code {worker.exitcode})" for worker in failed)
         raise RuntimeError(f"replay worker {names} failed; its log is above, and the new generation is abandoned")
-    folded = time.monotonic()
-    with generations.building(number) as target:
-        drop_secondary(target)  # the merge copies rows in bare; each index is then built once (bulk_build.py)
-        generations.merge_partitions(number, places[1:], target)
-        merged = time.monotonic()
-        restore_secondary(target)
-    log.info(
-        "generation %s: %s workers folded %s events in %.1fs, merged in %.1fs, indexed in %.1fs",
-        number, parts, head, folded - started, merged - folded, time.monotonic() - merged,
-    )
-    with generations.engine(number).begin() as conn:
-        conn.execute(checkpoints.delete())
-        conn.execute(checkpoints.insert(), [{"name": p.name, "version": p.version, "last_seq": head} for p in build_projections()])
+
+
+async def _watch(distributing: asyncio.Task, workers: list[multiprocessing.Process], report: Callable[[], None]) -> list[multiprocessing.Process]:
+    """Until the reader and every worker are done: raise the reader's failure, or return the workers
+    that failed (as soon as one has), reporting progress meanwhile."""
+    while not distributing.done() or any(worker.is_alive() for worker in workers):
+        if distributing.done():
+            distributing.result()
+        failed = [worker for worker in workers if worker.exitcode not in (None, 0)]
+        if failed:
+            return failed
+        report()
+        await asyncio.sleep(0.2)
+    distributing.result()
+    return []
 
 
 async def distribute(claim_log: ClaimLog, name: str, head: int, sending: list[PipeEnd]) -> None:

@@ -59,7 +59,6 @@ SORT_KEYS: dict[str, tuple[ColumnElement, bool]] = {
     "contested": (claim_pages.c.contention, True),
     "evidence": (claim_pages.c.sources_active, True),
 }
-SORTS = (*SORT_KEYS, "relevance")
 SEARCH = table(SQLITE_SEARCH_TABLE, column("rowid"))
 SEARCH_NAME = literal_column(SQLITE_SEARCH_TABLE)  # how FTS5's MATCH and bm25() name the table
 STATEMENT_SEARCH = literal_column(f"{claim_pages.name}.{POSTGRESQL_SEARCH_COLUMN}")  # generated, so undeclared

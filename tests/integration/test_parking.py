@@ -26,7 +26,7 @@ from services.projector.parking import parked_count, parked_rows
 from services.projector.retry import retry_parked
 from services.read_api.queries import claim_page
 from services.replay_parallel import distribute
-from services.replay_worker import PipeFeed, fold_partition
+from services.replay_worker import PipeFeed, clear_place, fold_partition
 from tests.builders import attached, filed, history
 from tests.conftest import _postgres_database, random_claim_id
 from tests.integration.test_projector import append_history
@@ -177,8 +177,6 @@ async def _worker_fold(nats_url: str, claim_log: ClaimLog, url: str) -> dict[str
 
 
 async def _clean_replay(claim_log: ClaimLog, engine: Engine) -> dict[str, str]:
-    from services.replay_worker import clear_place
-
     clear_place(engine)
     await project(claim_log, engine, batch=1000, name="clean")
     with engine.connect() as conn:
