@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import TypeAdapter
 
 from events import Actor
 
 ReviewState = Literal["unreviewed", "reviewed by AI", "reviewed by a person"]
+Lifecycle = Literal["active", "retracted", "superseded"]
+LIFECYCLES: tuple[str, ...] = get_args(Lifecycle)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -128,7 +130,7 @@ class Counts:
 class Status:
     """Where the claim stands, on separate axes."""
 
-    lifecycle: Literal["active", "retracted", "superseded"] = "active"
+    lifecycle: Lifecycle = "active"
     superseded_by: str | None = None
     retraction_reason: str | None = None
     ai_review: bool = False

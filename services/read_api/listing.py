@@ -9,19 +9,17 @@ import hashlib
 import json
 import math
 import re
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import HTTPException
 from pydantic import BaseModel, Field
 from sqlalchemy import Connection
 
 from events.envelope import CLAIM_ID_PATTERN
-from projections.page_model import ReviewState
+from projections.page_model import LIFECYCLES, Lifecycle, ReviewState
 from services.read_api import listing_sql
 from services.read_api.errors import bad_request
-
-Sort = Literal["id", "recent", "contested", "evidence", "relevance"]
-Lifecycle = Literal["active", "retracted", "superseded"]
+from services.read_api.listing_sql import Sort
 
 
 class ListingQuery(BaseModel):
@@ -49,7 +47,7 @@ class ListingQuery(BaseModel):
 
     def filters(self) -> listing_sql.ClaimFilters:
         """The filters this query asks for: active claims only unless a lifecycle or include_closed says otherwise."""
-        lifecycles = listing_sql.LIFECYCLES if self.include_closed else ("active",)
+        lifecycles = LIFECYCLES if self.include_closed else ("active",)
         return listing_sql.ClaimFilters(
             q=self.q,
             capability=self.capability,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import (
     ColumnElement,
@@ -26,6 +26,7 @@ from sqlalchemy import (
     tuple_,
 )
 
+from projections.page_model import LIFECYCLES
 from projections.tables import POSTGRESQL_SEARCH_COLUMN, SEARCH_CONFIG, SQLITE_SEARCH_TABLE, claim_pages
 
 # The columns a listing shows of each claim.
@@ -49,7 +50,8 @@ SUMMARY_COLUMNS = (
     claim_pages.c.last_seq,
 )
 
-LIFECYCLES = ("active", "retracted", "superseded")
+# The orders a listing offers: a walk of one index each (SORT_KEYS), or relevance to a search.
+Sort = Literal["id", "recent", "contested", "evidence", "relevance"]
 # Each sort's key and whether the largest comes first. Ties go by claim id in the same direction, so that
 # (key, claim id) is a total order one index walks (projections/tables.py), and a keyset page starts
 # right after the previous page's last (key, claim id).

@@ -6,11 +6,12 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
+from typing import get_args
 
 import pytest
 from sqlalchemy import Engine
 
-from services.read_api.listing_sql import ClaimFilters, listing_statement
+from services.read_api.listing_sql import SORT_KEYS, ClaimFilters, Sort, listing_statement
 from tests.conftest import random_claim_id
 from tests.integration.command_api import Api, draft
 
@@ -238,6 +239,10 @@ def plan(engine: Engine, filters: ClaimFilters, sort: str, *, after=None, only_i
         for setting in only_indexes:
             conn.exec_driver_sql(f"SET {setting} = off")
         return "\n".join(row[0] for row in conn.exec_driver_sql("EXPLAIN " + sql))
+
+
+def test_every_sort_the_api_offers_has_an_order_and_no_order_is_unreachable():
+    assert set(get_args(Sort)) == set(SORT_KEYS) | {"relevance"}
 
 
 def test_search_is_a_lookup_in_the_full_text_index_and_each_sort_walks_its_own_index(engine: Engine):
