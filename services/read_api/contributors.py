@@ -80,32 +80,8 @@ def contributor_record(conn: Connection, actor_id: str, *, before: int | None, l
     if not by_type:
         return None
     identities = conn.execute(select(act.actor_kind, act.actor_model).where(act.actor_id == actor_id).distinct()).all()
-    src = contributor_sources.c
-    sources = conn.execute(
-        select(src.relation, src.withdrawn, func.count())
-        .where(src.brought_by == actor_id)
-        .group_by(src.relation, src.withdrawn)
-    ).all()
-    corrected = conn.execute(
-        select(func.count()).where(src.brought_by == actor_id, src.corrections > 0)
-    ).scalar_one()
-    brought = dict.fromkeys(RELATIONS, 0)
-    withdrawn = 0
-    for relation, is_withdrawn, count in sources:
-        if is_withdrawn:
-            withdrawn += count
-        else:
-            brought[relation] += count
-    dis = contributor_disagreements.c
-    outcomes = dict(
-        conn.execute(select(dis.outcome, func.count()).where(dis.filed_by == actor_id).group_by(dis.outcome)).all()
-    )
-    query = select(act.seq, act.at, act.claim_id, act.event_type, act.subject_id).where(act.actor_id == actor_id)
-    if before is not None:
-        query = query.where(act.seq < before)
-    rows = conn.execute(query.order_by(act.seq.desc()).limit(limit + 1)).all()
-    more = len(rows) > limit
-    rows = rows[:limit]
+    brought, withdrawn, corrected = _sources_brought(conn, actor_id)
+    activity, next_before = _activity_page(conn, actor_id, before=before, limit=limit)
     return Contributor(
         actor_id=actor_id,
         kinds=sorted({kind for kind, _ in identities}),
@@ -114,15 +90,54 @@ def contributor_record(conn: Connection, actor_id: str, *, before: int | None, l
         sources_brought=brought,
         sources_withdrawn=withdrawn,
         sources_corrected=corrected,
-        disagreements=Disagreements(
-            filed=sum(outcomes.values()),
-            open=outcomes.get(None, 0),
-            upheld=outcomes.get("upheld", 0),
-            rejected=outcomes.get("rejected", 0),
-            withdrawn=outcomes.get("withdrawn", 0),
-        ),
+        disagreements=_disagreements_filed(conn, actor_id),
         reviews_given=by_type.get("ReviewRecorded", 0),
         reviews_withdrawn=by_type.get("ReviewWithdrawn", 0),
-        activity=[Activity(**row._mapping) for row in rows],
-        next_before=rows[-1].seq if more else None,
+        activity=activity,
+        next_before=next_before,
     )
+
+
+def _sources_brought(conn: Connection, actor_id: str) -> tuple[dict[str, int], int, int]:
+    """The actor's sources still attached, by relation; how many were withdrawn; how many corrected."""
+    src = contributor_sources.c
+    sources = conn.execute(
+        select(src.relation, src.withdrawn, func.count())
+        .where(src.brought_by == actor_id)
+        .group_by(src.relation, src.withdrawn)
+    ).all()
+    corrected = conn.execute(select(func.count()).where(src.brought_by == actor_id, src.corrections > 0)).scalar_one()
+    brought = dict.fromkeys(RELATIONS, 0)
+    withdrawn = 0
+    for relation, is_withdrawn, count in sources:
+        if is_withdrawn:
+            withdrawn += count
+        else:
+            brought[relation] += count
+    return brought, withdrawn, corrected
+
+
+def _disagreements_filed(conn: Connection, actor_id: str) -> Disagreements:
+    dis = contributor_disagreements.c
+    outcomes = dict(
+        conn.execute(select(dis.outcome, func.count()).where(dis.filed_by == actor_id).group_by(dis.outcome)).all()
+    )
+    return Disagreements(
+        filed=sum(outcomes.values()),
+        open=outcomes.get(None, 0),
+        upheld=outcomes.get("upheld", 0),
+        rejected=outcomes.get("rejected", 0),
+        withdrawn=outcomes.get("withdrawn", 0),
+    )
+
+
+def _activity_page(conn: Connection, actor_id: str, *, before: int | None, limit: int) -> tuple[list[Activity], int | None]:
+    """Up to ``limit`` of the actor's events, newest first, before sequence ``before``; and where the next page starts."""
+    act = contributor_activity.c
+    query = select(act.seq, act.at, act.claim_id, act.event_type, act.subject_id).where(act.actor_id == actor_id)
+    if before is not None:
+        query = query.where(act.seq < before)
+    rows = conn.execute(query.order_by(act.seq.desc()).limit(limit + 1)).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return [Activity(**row._mapping) for row in rows], rows[-1].seq if more else None
