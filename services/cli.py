@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
 
 from services.actors_cli import actors_app
 from services.audit_io_cli import register as register_audit
@@ -169,8 +170,18 @@ def schema_export(
 
 
 def main() -> None:
-    """Entry point of the ``claimlog`` script."""
-    app()
+    """Entry point of the ``claimlog`` script: an error a user can act on is one message and exit code 2
+    (the command could not run, as for bad arguments), apart from the 1 of commands that report findings."""
+    from services.cli_errors import explain
+
+    try:
+        app()
+    except Exception as error:
+        message = explain(error)
+        if message is None:
+            raise  # a bug: its traceback is what helps
+        console.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ async def nats_server(settings: Settings, *, role: str = "admin") -> AsyncIterat
 async def open_log(settings: Settings, *, client_name: str = "claimlog", role: str = "admin") -> AsyncIterator[ClaimLog]:
     """The claim log, its stream created or verified, on the NATS server ``nats_server`` picks for ``role``."""
     async with nats_server(settings, role=role) as url:
-        nc = await connect(url, name=client_name)
+        nc = await connect(url, name=client_name, first_connect_seconds=settings.nats_connect_seconds)
         try:
             claim_log = ClaimLog(nc, stream_spec(settings))
             await ready(claim_log)

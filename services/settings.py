@@ -22,6 +22,9 @@ class Settings(BaseSettings):
         pattern=r"^(always|[0-9]+(ms|s|m))$",
         description="Embedded server: when JetStream flushes to disk (always = before acknowledging).",
     )
+    nats_connect_seconds: float = Field(
+        default=10.0, gt=0, le=600, description="How long a process waits for its first connection to NATS before it fails."
+    )
     database_url: str | None = Field(default=None, description="SQLAlchemy URL; unset uses SQLite in data_dir.")
     stream: str = Field(default=DEFAULT_STREAM, pattern=r"^[A-Za-z0-9_-]+$")
     stream_replicas: int = Field(default=1, ge=1, le=5)

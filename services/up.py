@@ -16,7 +16,7 @@ from services.embedded import EmbeddedNats, EmbeddedNatsError, running_url
 from services.generations import Generations
 from services.ingest.cli import ingest_files
 from services.ingest.pages import sample_pages
-from services.log.connection import redact
+from services.log.servers import redact
 from services.nats_roles import USERS_FILE
 from services.runtime import ensure_log
 from services.settings import Settings

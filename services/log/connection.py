@@ -1,4 +1,4 @@
-"""Connecting to NATS with settings that survive server restarts, and showing its URL without secrets."""
+"""claimlog's NATS client: headers parsed in fewer steps, and many small messages handed straight from the parser."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import functools
 import logging
 import re
 from collections.abc import Callable
-from urllib.parse import urlsplit
 
 from nats.aio.client import NATS_HDR_LINE_SIZE, Client
 from nats.aio.msg import Msg
@@ -157,66 +156,3 @@ async def subscribe_plain(nc: Client, subject: str, sink: Sink) -> PlainSubscrip
 
         sub = await nc.subscribe(subject, cb=callback)
     return PlainSubscription(nc, sub)
-
-
-def server_list(url: str) -> list[str]:
-    """The servers of a NATS URL setting: one URL, or several separated by commas (a cluster)."""
-    return [server.strip() for server in url.split(",") if server.strip()]
-
-
-def split_credentials(url: str) -> tuple[list[str], str | None, str | None]:
-    """The servers of a NATS URL setting without their user and password, and that user and password.
-
-    Passed as options rather than in the URLs, the credentials also reach the servers a cluster
-    announces, whose addresses carry none. A URL with a token, or none, is left as it is.
-    """
-    servers = server_list(url)
-    for server in servers:
-        parts = urlsplit(server if "://" in server else f"//{server}")
-        if parts.username is not None and parts.password is not None:
-            return [_without_credentials(s) for s in servers], parts.username, parts.password
-    return servers, None, None
-
-
-def _without_credentials(server: str) -> str:
-    scheme, separator, rest = server.partition("://")
-    if not separator:
-        scheme, rest = "", server
-    return f"{scheme}{separator}{rest.rpartition('@')[2]}"
-
-
-def redact(url: str) -> str:
-    """The NATS URL setting fit to print: every password (or token) in it replaced by ``***``."""
-    return ",".join(_redact_server(server) for server in url.split(","))
-
-
-def _redact_server(server: str) -> str:
-    scheme, separator, rest = server.partition("://")
-    if not separator:
-        scheme, rest = "", server
-    userinfo, at, address = rest.rpartition("@")
-    if not at:
-        return server
-    user, colon, _ = userinfo.partition(":")
-    hidden = f"{user}:***" if colon else "***"  # a bare user part is a token
-    return f"{scheme}{separator}{hidden}@{address}"
-
-
-async def connect(url: str, *, name: str = "claimlog", user: str | None = None, password: str | None = None) -> Client:
-    """A NATS connection to one server or a cluster, reconnecting for as long as the process lives."""
-    servers = server_list(url)
-    if user is None and password is None:
-        servers, user, password = split_credentials(url)
-    nc = FastHeadersClient()
-    await nc.connect(
-        servers,
-        name=name,
-        user=user,
-        password=password,
-        max_reconnect_attempts=-1,
-        reconnect_time_wait=0.25,
-        connect_timeout=5,
-        pending_size=64 * 1024 * 1024,
-        allow_reconnect=True,
-    )
-    return nc

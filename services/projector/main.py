@@ -15,8 +15,8 @@ from sqlalchemy import Engine
 from projections.registry import build_projections
 from services.db import make_engine, require_current
 from services.generations import Generations
-from services.log import ClaimLog
-from services.log.connection import connect, split_credentials
+from services.log import ClaimLog, LogError
+from services.log.servers import connect, split_credentials
 from services.projector.runner import Projector
 from services.replay import rebuild_if_stale
 from services.runtime import nats_server, ready, stream_spec
@@ -63,8 +63,11 @@ class ProjectorService:
         delay = 0.1
         while True:
             try:
-                return await connect(self._nats_url, name=f"claimlog-{self.settings.projector_name}-events")
-            except (OSError, TimeoutError, nats.errors.Error) as error:
+                return await connect(
+                    self._nats_url, name=f"claimlog-{self.settings.projector_name}-events",
+                    first_connect_seconds=self.settings.nats_connect_seconds,
+                )
+            except (OSError, TimeoutError, nats.errors.Error, LogError) as error:
                 log.warning("connecting to NATS for the events: %s; retrying in %.1fs", error, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)

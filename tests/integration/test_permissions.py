@@ -18,7 +18,7 @@ from projections.registry import build_projections
 from services.db import make_engine, upgrade
 from services.embedded import EmbeddedNats, running_url
 from services.log import ClaimLog, LogConfigError, StreamSpec, connect
-from services.log.connection import redact
+from services.log.servers import redact
 from services.nats_roles import ACTORS_BUCKET, USERS_FILE, read_passwords
 from services.projector import Projector
 from services.read_api.queries import claim_page

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from services.embedded import nats_server_binary
-from services.log.connection import server_list
+from services.log.servers import server_list
 from services.nats_roles import ROLES, authorization_config, password_variable
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"

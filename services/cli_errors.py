@@ -1,0 +1,47 @@
+"""What the ``claimlog`` command says when it stops on an error a user can act on: one message saying what
+went wrong and what to do (``services.cli.main`` prints it, exit code 2). Anything else is a bug, and keeps
+its traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
+
+from services.actors import ActorsUnavailable
+from services.db import DatabaseNotReadyError
+from services.embedded import EmbeddedNatsError
+from services.generations import GenerationError
+from services.log import LogError
+from services.settings import Settings
+
+# Errors whose message already says what happened and what to do.
+EXPLAINED = (LogError, DatabaseNotReadyError, EmbeddedNatsError, GenerationError, ActorsUnavailable)
+
+
+def explain(error: BaseException) -> str | None:
+    """The message for ``error`` if a user can act on it; None for a bug."""
+    if isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        return explain(error.exceptions[0])
+    if isinstance(error, EXPLAINED):
+        return str(error)
+    if isinstance(error, DBAPIError):
+        return _database_problem(error)
+    return None
+
+
+def _database_problem(error: DBAPIError) -> str | None:
+    url = make_url(Settings().resolved_database_url())
+    where = url.render_as_string(hide_password=True)
+    if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
+        return f"there is no read-model database at {where} yet: run `claimlog db upgrade`, or `claimlog up`, which creates it"
+    reason = str(error.orig).strip().splitlines()[0] if error.orig is not None else type(error).__name__
+    if error.statement is None or error.connection_invalidated:  # the connection itself failed
+        return f"could not open the read-model database at {where}: {reason} (CLAIMLOG_DATABASE_URL)"
+    if type(error.orig).__name__ == "UndefinedTable" or reason.startswith("no such table"):  # PostgreSQL, SQLite
+        return (
+            f"the read-model database at {where} has no claimlog tables ({reason}): "
+            "run `claimlog db upgrade`, or `claimlog up`, which migrates it"
+        )
+    return None

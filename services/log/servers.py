@@ -1,0 +1,124 @@
+"""Connecting to NATS: a bounded wait for the first connection, reconnecting for as long as the process
+lives after it, and the URL setting shown without its secrets."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from urllib.parse import urlsplit
+
+from nats.aio.client import Client
+
+from services.log.connection import FastHeadersClient
+from services.log.errors import LogError
+
+log = logging.getLogger(__name__)
+FIRST_CONNECT_SECONDS = 10.0
+REPEAT_QUIET_SECONDS = 10.0  # the same connection error is logged at most this often
+
+
+async def connect(
+    url: str,
+    *,
+    name: str = "claimlog",
+    user: str | None = None,
+    password: str | None = None,
+    first_connect_seconds: float = FIRST_CONNECT_SECONDS,
+) -> Client:
+    """A NATS connection to one server or a cluster. The first connection is given ``first_connect_seconds``
+    (a server down, a wrong URL or wrong credentials then end in a ``LogError`` saying which); once
+    connected, it reconnects for as long as the process lives."""
+    servers = server_list(url)
+    if user is None and password is None:
+        servers, user, password = split_credentials(url)
+    nc = FastHeadersClient()
+    errors = _ErrorReporter(url)
+    options = dict(
+        name=name,
+        user=user,
+        password=password,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=0.25,
+        connect_timeout=min(5.0, first_connect_seconds),
+        pending_size=64 * 1024 * 1024,
+        allow_reconnect=True,
+        error_cb=errors.report,
+    )
+    try:
+        await asyncio.wait_for(nc.connect(servers, **options), first_connect_seconds)
+    except TimeoutError:
+        reason = nc.last_error
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(nc.close(), 1.0)
+        raise LogError(
+            f"could not connect to NATS at {redact(url)} within {first_connect_seconds:g}s "
+            f"({_describe(reason) if reason else 'no answer'}): is the server running, and are the URL and "
+            "its user and password right? (CLAIMLOG_NATS_URL; unset, claimlog runs its embedded server)"
+        ) from None
+    errors.quiet = False
+    return nc
+
+
+class _ErrorReporter:
+    """nats-py's error callback: one line per error (nats-py logs each with its traceback), the same one at
+    most every ``REPEAT_QUIET_SECONDS`` (a server down is retried four times a second), none before the
+    first connection (its failure says why)."""
+
+    def __init__(self, url: str) -> None:
+        self._url, self._last, self.quiet = url, {}, True
+
+    async def report(self, error: Exception) -> None:
+        message, now = _describe(error), time.monotonic()
+        if not self.quiet and now - self._last.get(message, -REPEAT_QUIET_SECONDS) >= REPEAT_QUIET_SECONDS:
+            self._last[message] = now
+            log.warning("NATS at %s: %s", redact(self._url), message)
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text and not text.startswith("nats:") else text or type(error).__name__
+
+
+def server_list(url: str) -> list[str]:
+    """The servers of a NATS URL setting: one URL, or several separated by commas (a cluster)."""
+    return [server.strip() for server in url.split(",") if server.strip()]
+
+
+def split_credentials(url: str) -> tuple[list[str], str | None, str | None]:
+    """The servers of a NATS URL setting without their user and password, and that user and password.
+
+    Passed as options rather than in the URLs, the credentials also reach the servers a cluster
+    announces, whose addresses carry none. A URL with a token, or none, is left as it is.
+    """
+    servers = server_list(url)
+    for server in servers:
+        parts = urlsplit(server if "://" in server else f"//{server}")
+        if parts.username is not None and parts.password is not None:
+            return [_without_credentials(s) for s in servers], parts.username, parts.password
+    return servers, None, None
+
+
+def _without_credentials(server: str) -> str:
+    scheme, separator, rest = server.partition("://")
+    if not separator:
+        scheme, rest = "", server
+    return f"{scheme}{separator}{rest.rpartition('@')[2]}"
+
+
+def redact(url: str) -> str:
+    """The NATS URL setting fit to print: every password (or token) in it replaced by ``***``."""
+    return ",".join(_redact_server(server) for server in url.split(","))
+
+
+def _redact_server(server: str) -> str:
+    scheme, separator, rest = server.partition("://")
+    if not separator:
+        scheme, rest = "", server
+    userinfo, at, address = rest.rpartition("@")
+    if not at:
+        return server
+    user, colon, _ = userinfo.partition(":")
+    hidden = f"{user}:***" if colon else "***"  # a bare user part is a token
+    return f"{scheme}{separator}{hidden}@{address}"

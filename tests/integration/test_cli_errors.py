@@ -1,0 +1,88 @@
+"""The ``claimlog`` command stops on a server it cannot reach or a database it cannot use with one message
+that says what and where, exit code 2 and no traceback; a bug keeps its traceback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+
+from services.cli_errors import explain
+from services.db import make_engine
+from services.log import LogError, connect
+
+
+def claimlog(*args: str, cwd: Path, **settings: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CLAIMLOG_DATA_DIR": str(cwd / ".claimlog"), "COLUMNS": "250"}
+    env |= {f"CLAIMLOG_{name.upper()}": value for name, value in settings.items()}
+    return subprocess.run([sys.executable, "-m", "services.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def assert_explained(done: subprocess.CompletedProcess[str], *expected: str) -> None:
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    for words in expected:
+        assert words in " ".join(done.stderr.split()), done.stderr
+
+
+def test_a_nats_server_that_is_not_there_is_named_after_the_connect_wait(tmp_path: Path):
+    port = closed_port()
+    started = time.monotonic()
+    done = claimlog("history", "CLM-0338", cwd=tmp_path, nats_url=f"nats://127.0.0.1:{port}", nats_connect_seconds="1.5")
+    assert_explained(done, f"could not connect to NATS at nats://127.0.0.1:{port} within 1.5s", "Connection refused")
+    assert time.monotonic() - started < 30
+
+
+def test_wrong_nats_credentials_are_named_without_the_password(nats_url: str, tmp_path: Path):
+    wrong = nats_url.replace("admin:", "admin:not-", 1)
+    assert wrong != nats_url
+    done = claimlog("history", "CLM-0338", cwd=tmp_path, nats_url=wrong, nats_connect_seconds="2")
+    assert_explained(done, "could not connect to NATS at nats://admin:***@", "Authorization Violation")
+    assert "not-" not in done.stderr
+
+
+async def test_the_first_connection_waits_a_bounded_time_and_says_why_it_failed():
+    with pytest.raises(LogError, match=r"within 0.5s \(ConnectionRefusedError"):
+        await connect(f"nats://127.0.0.1:{closed_port()}", first_connect_seconds=0.5)
+
+
+def test_a_database_that_is_not_there_or_not_migrated_says_what_to_run(database_url: str, tmp_path: Path):
+    if database_url.startswith("sqlite"):
+        nowhere = f"sqlite:///{tmp_path / 'not-made-yet' / 'claimlog.sqlite3'}"
+        missing = claimlog("unreadable", cwd=tmp_path, database_url=nowhere)
+        assert_explained(missing, "there is no read-model database at sqlite:///", "run `claimlog db upgrade`")
+        sqlite3.connect(database_url.removeprefix("sqlite:///")).close()  # a file without claimlog's tables
+    empty = claimlog("unreadable", cwd=tmp_path, database_url=database_url)
+    assert_explained(empty, "has no claimlog tables", "run `claimlog db upgrade`")
+
+
+def test_a_database_server_that_is_not_there_is_named(tmp_path: Path):
+    url = f"postgresql://claimlog:secret@127.0.0.1:{closed_port()}/registry"
+    done = claimlog("unreadable", cwd=tmp_path, database_url=url)
+    assert_explained(done, "could not open the read-model database at postgresql://claimlog:***@127.0.0.1", "CLAIMLOG_DATABASE_URL")
+    assert "secret" not in done.stderr
+
+
+def test_an_error_nobody_can_act_on_is_left_to_its_traceback(engine, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("CLAIMLOG_DATABASE_URL", engine.url.render_as_string(hide_password=False))
+    assert explain(ValueError("a bug")) is None
+    with pytest.raises(DBAPIError) as bad_sql, make_engine(str(engine.url)).connect() as conn:
+        conn.execute(text("SELECT claim_id FROM claim_pages WHERE"))
+    assert explain(bad_sql.value) is None
+    with pytest.raises(DBAPIError) as missing, engine.connect() as conn:
+        conn.execute(text("SELECT * FROM no_such_read_model"))
+    assert "no claimlog tables" in explain(missing.value)
