@@ -34,7 +34,7 @@ async def connect(
     if user is None and password is None:
         servers, user, password = split_credentials(url)
     nc = FastHeadersClient()
-    errors = _ErrorReporter(url)
+    errors = ErrorLog(url, quiet=True)
     options = dict(
         name=name,
         user=user,
@@ -57,17 +57,17 @@ async def connect(
             f"({_describe(reason) if reason else 'no answer'}): is the server running, and are the URL and "
             "its user and password right? (CLAIMLOG_NATS_URL; unset, claimlog runs its embedded server)"
         ) from None
-    errors.quiet = False
+    errors.quiet = False  # the first connection's failure says why itself; later ones only the log does
     return nc
 
 
-class _ErrorReporter:
-    """nats-py's error callback: one line per error (nats-py logs each with its traceback), the same one at
-    most every ``REPEAT_QUIET_SECONDS`` (a server down is retried four times a second), none before the
-    first connection (its failure says why)."""
+class ErrorLog:
+    """A NATS connection's error callback (``report``): one line per error (nats-py logs each with its
+    traceback, FastStream none before it is connected), the same one at most every
+    ``REPEAT_QUIET_SECONDS`` (a server down is retried four times a second); none while ``quiet``."""
 
-    def __init__(self, url: str) -> None:
-        self._url, self._last, self.quiet = url, {}, True
+    def __init__(self, url: str, *, quiet: bool = False) -> None:
+        self._url, self._last, self.quiet = url, {}, quiet
 
     async def report(self, error: Exception) -> None:
         message, now = _describe(error), time.monotonic()

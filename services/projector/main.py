@@ -16,7 +16,7 @@ from projections.registry import build_projections
 from services.db import make_engine, require_current
 from services.generations import Generations
 from services.log import ClaimLog, LogError
-from services.log.servers import connect, split_credentials
+from services.log.servers import ErrorLog, connect, split_credentials
 from services.projector.runner import Projector
 from services.replay import rebuild_if_stale
 from services.runtime import nats_server, ready, stream_spec
@@ -36,6 +36,7 @@ class ProjectorService:
             name=f"claimlog-{settings.projector_name}",
             max_reconnect_attempts=-1,
             reconnect_time_wait=0.25,
+            error_cb=ErrorLog(nats_url).report,  # FastStream says nothing while it cannot connect
             security=NatsUserPassword(user, password) if user is not None else None,
         )
         self.app = FastStream(self.broker)

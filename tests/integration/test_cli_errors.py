@@ -1,9 +1,12 @@
 """The ``claimlog`` command stops on a server it cannot reach or a database it cannot use with one message
-that says what and where, exit code 2 and no traceback; a bug keeps its traceback."""
+that says what and where, exit code 2 and no traceback; a bug keeps its traceback. A service that waits
+for NATS says so in its log."""
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -18,6 +21,7 @@ from sqlalchemy.exc import DBAPIError
 from services.cli_errors import explain
 from services.db import make_engine
 from services.log import LogError, connect
+from services.log.servers import ErrorLog
 
 
 def claimlog(*args: str, cwd: Path, **settings: str) -> subprocess.CompletedProcess[str]:
@@ -58,6 +62,35 @@ def test_wrong_nats_credentials_are_named_without_the_password(nats_url: str, tm
 async def test_the_first_connection_waits_a_bounded_time_and_says_why_it_failed():
     with pytest.raises(LogError, match=r"within 0.5s \(ConnectionRefusedError"):
         await connect(f"nats://127.0.0.1:{closed_port()}", first_connect_seconds=0.5)
+
+
+def test_a_projector_waiting_for_nats_logs_why_once_in_a_while(engine, tmp_path: Path):
+    env = {
+        **os.environ, "COLUMNS": "250", "CLAIMLOG_DATA_DIR": str(tmp_path / ".claimlog"),
+        "CLAIMLOG_NATS_URL": f"nats://127.0.0.1:{closed_port()}", "CLAIMLOG_DATABASE_URL": str(engine.url.render_as_string(hide_password=False)),
+    }
+    projector = subprocess.Popen([sys.executable, "-m", "services.cli", "projector"], env=env, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    projector.send_signal(signal.SIGTERM)
+    _, stderr = projector.communicate(timeout=30)
+    logged = " ".join(stderr.split())
+    assert "NATS at nats://127.0.0.1:" in logged and "Connection refused" in logged, stderr
+    assert logged.count("Connection refused") == 1, stderr  # once in 4 s of retrying four times a second
+    assert "Traceback" not in stderr, stderr
+
+
+async def test_an_error_is_logged_once_until_it_has_been_quiet_for_a_while(caplog: pytest.LogCaptureFixture):
+    errors = ErrorLog("nats://admin:secret@127.0.0.1:4222")
+    with caplog.at_level(logging.WARNING, logger="services.log.servers"):
+        for _ in range(3):
+            await errors.report(ConnectionRefusedError(111, "Connection refused"))
+        await errors.report(TimeoutError())
+        errors.quiet = True
+        await errors.report(OSError("not while quiet"))
+    assert [r.getMessage() for r in caplog.records] == [
+        "NATS at nats://admin:***@127.0.0.1:4222: ConnectionRefusedError: [Errno 111] Connection refused",
+        "NATS at nats://admin:***@127.0.0.1:4222: TimeoutError",
+    ]
 
 
 def test_a_database_that_is_not_there_or_not_migrated_says_what_to_run(database_url: str, tmp_path: Path):
