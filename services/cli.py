@@ -77,9 +77,18 @@ def api(
     settings = _setup()
     generations = Generations(settings.resolved_database_url())
     require_current(generations.home)
+    if settings.nats_url:  # a server that is down or refuses the credentials: one line now, not uvicorn's traceback later
+        run(_reach_nats(settings))
     app = build_app(settings, generations, commands=not read_only)
     tune_gc()  # uvicorn runs its own loop, not through services.runtime.run: pauses of 30-45 ms otherwise
     uvicorn.run(app, host=host or settings.api_host, port=port or settings.api_port, log_level="warning")
+
+
+async def _reach_nats(settings: Settings) -> None:
+    from services.log import connect
+
+    nc = await connect(settings.nats_url, name="claimlog-api-check", first_connect_seconds=settings.nats_connect_seconds)
+    await nc.close()
 
 
 @app.command()

@@ -51,6 +51,13 @@ def test_a_nats_server_that_is_not_there_is_named_after_the_connect_wait(tmp_pat
     assert time.monotonic() - started < 30
 
 
+def test_the_api_does_not_start_without_its_nats_server(engine, tmp_path: Path):
+    port = closed_port()
+    url = engine.url.render_as_string(hide_password=False)
+    done = claimlog("api", "--port", str(closed_port()), cwd=tmp_path, nats_url=f"nats://127.0.0.1:{port}", nats_connect_seconds="1", database_url=url)
+    assert_explained(done, f"could not connect to NATS at nats://127.0.0.1:{port} within 1s")
+
+
 def test_wrong_nats_credentials_are_named_without_the_password(nats_url: str, tmp_path: Path):
     wrong = nats_url.replace("admin:", "admin:not-", 1)
     assert wrong != nats_url
