@@ -32,7 +32,10 @@ def explain(error: BaseException) -> str | None:
 
 
 def _database_problem(error: DBAPIError) -> str | None:
-    url = make_url(Settings().resolved_database_url())
+    try:
+        url = make_url(Settings().resolved_database_url())
+    except Exception:  # noqa: BLE001 - settings that do not read: their own error is the one to show
+        return None
     where = url.render_as_string(hide_password=True)
     if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
         return f"there is no read-model database at {where} yet: run `claimlog db upgrade`, or `claimlog up`, which creates it"
