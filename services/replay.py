@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, select
@@ -23,6 +24,7 @@ from services.generations import Generations
 from services.log import ClaimLog, connect
 from services.projector.runner import Projector
 from services.replay_parallel import Progress, build_in_parallel
+from services.replay_some import PartialRebuildDisagrees, chosen_projections, copy_others, parked_in
 from services.replay_worker import REPLAY_BATCH
 from services.runtime import nats_server, ready, stream_spec
 from services.settings import Settings
@@ -60,6 +62,7 @@ class Rebuilt:
     replaced: int | None  # the generation it replaced, when it switched
     applied_through: int
     diff: Diff | None
+    folded: tuple[str, ...] = ()  # the projections folded from the first event (the others' tables were copied)
 
 
 def stale_projections(engine: Engine) -> dict[str, tuple[int, int]]:
@@ -78,8 +81,8 @@ async def rebuild_if_stale(settings: Settings, generations: Generations) -> Rebu
     if not stale:
         return None
     changes = ", ".join(f"{name} {built} -> {now}" for name, (built, now) in stale.items())
-    log.warning("projection versions changed (%s): rebuilding the read models from the log", changes)
-    rebuilt = await rebuild_generation(settings, generations)
+    log.warning("projection versions changed (%s): rebuilding them from the log", changes)
+    rebuilt = await rebuild_generation(settings, generations, projections=sorted(stale))
     log.warning("rebuilt generation %s through sequence %s and switched to it", rebuilt.generation, rebuilt.applied_through)
     return rebuilt
 
@@ -93,13 +96,19 @@ async def rebuild_generation(
     progress: Progress | None = None,
     workers: int | None = None,
     parallel_from: int = PARALLEL_FROM,
+    projections: Sequence[str] | None = None,
 ) -> Rebuilt:
     """Build a new generation from the first event until it has caught up with the log; then switch to it.
 
     A log of ``parallel_from`` events or more is first folded by ``workers`` processes (default: one
     per core, at most four), each applying the events of its share of the claims into a place of its
     own; their rows are then merged inside the database, and one projector catches up from there.
+    With ``projections``, only those are folded from the first event, and the others' tables are
+    copied from the active generation (services/replay_some.py).
     """
+    chosen = chosen_projections(projections) if projections is not None else build_projections()
+    if len(chosen) == len(build_projections()):
+        projections = None
     number, engine = generations.create()
     try:
         async with nats_server(settings, role="projector") as url:
@@ -110,7 +119,9 @@ async def rebuild_generation(
                 name = f"{settings.projector_name}-replay-g{number}"
                 head = await claim_log.head()
                 parts = workers if workers is not None else default_workers()
-                if parts > 1 and head >= parallel_from:
+                if projections is not None:
+                    await _fold_chosen(claim_log, generations, number, chosen, f"{name}-chosen", progress)
+                elif parts > 1 and head >= parallel_from:
                     await build_in_parallel(claim_log, url, settings, generations, number, head, parts, name, progress)
                 projector = Projector(claim_log, engine, build_projections(), name=name, batch=REPLAY_BATCH, linger=0.1)
                 try:
@@ -119,13 +130,36 @@ async def rebuild_generation(
                     await claim_log.forget_consumer(name)
             finally:
                 await nc.close()
+    except PartialRebuildDisagrees as why:
+        generations.abandon(number)
+        log.warning("%s: rebuilding every projection instead", why)
+        return await rebuild_generation(settings, generations, switch=switch, diff=diff, progress=progress, workers=workers, parallel_from=parallel_from)
     except BaseException:
         generations.abandon(number)
         raise
     report = compare(generations.engine(generations.active_number()), engine) if diff else None
     replaced = generations.switch(number) if switch else None
     log.info("generation %s rebuilt through sequence %s%s", number, applied, " and switched to" if switch else "")
-    return Rebuilt(number, replaced, applied, report)
+    return Rebuilt(number, replaced, applied, report, tuple(p.name for p in chosen))
+
+
+async def _fold_chosen(
+    claim_log: ClaimLog, generations: Generations, number: int, chosen: list, name: str, progress: Progress | None
+) -> None:
+    """Copy the other projections' tables from the active generation, then fold the chosen ones up to
+    where the copies stand, so that all stand at one position for the catch-up."""
+    position, parked = copy_others(generations, number, {p.name for p in chosen})
+    projector = Projector(claim_log, generations.engine(number), chosen, name=name, batch=REPLAY_BATCH, linger=0.1, stop_at=position)
+    try:
+        projector.load_checkpoint()
+        await _run_to(projector, position, progress)
+    finally:
+        await claim_log.forget_consumer(name)
+    ours = parked_in(generations.engine(number))
+    if ours != parked:
+        raise PartialRebuildDisagrees(
+            f"{', '.join(p.name for p in chosen)} alone park {len(ours)} events where the active tables park {len(parked)}"
+        )
 
 
 async def _catch_up(projector: Projector, claim_log: ClaimLog, progress: Progress | None) -> int:
@@ -133,20 +167,25 @@ async def _catch_up(projector: Projector, claim_log: ClaimLog, progress: Progres
     projector.load_checkpoint()
     head = await claim_log.head()
     while True:
-        watcher = asyncio.create_task(_report(projector, head, progress)) if progress else None
-        try:
-            await projector.run_until(head, timeout=None)
-        finally:
-            if watcher is not None:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
-        if progress:
-            progress(projector.checkpoint, head)
+        await _run_to(projector, head, progress)
         newer = await claim_log.head()
         if newer <= projector.checkpoint:
             return projector.checkpoint
         head = newer
+
+
+async def _run_to(projector: Projector, seq: int, progress: Progress | None) -> None:
+    """Run ``projector`` until its checkpoint reaches ``seq``, telling ``progress`` as it goes."""
+    watcher = asyncio.create_task(_report(projector, seq, progress)) if progress else None
+    try:
+        await projector.run_until(seq, timeout=None)
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+    if progress:
+        progress(projector.checkpoint, seq)
 
 
 async def _report(projector: Projector, head: int, progress: Progress) -> None:

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from services.generations import Generations
 from services.replay import Diff, rebuild_generation
+from services.replay_some import chosen_projections
 from services.runtime import run
 from services.settings import Settings
 
@@ -30,12 +31,20 @@ def replay(
     diff: Annotated[bool, typer.Option(help="Before switching, report how the new tables differ from the active ones.")] = False,
     drop_old: Annotated[bool, typer.Option("--drop-old", help="Rebuild nothing: drop the tables of retired generations.")] = False,
     status: Annotated[bool, typer.Option("--status", help="Rebuild nothing: list the read-model generations.")] = False,
+    projection: Annotated[list[str] | None, typer.Option(
+        "--projection", help="Rebuild only this projection (repeatable); the others' tables are copied from the active generation.",
+    )] = None,
 ) -> None:
-    """Rebuild every projection from the first event into new tables, while the live API serves the old
-    ones; when the new tables have caught up with the log, switch to them in one transaction.
+    """Rebuild every projection (or those named) from the first event into new tables, while the live API
+    serves the old ones; when the new tables have caught up with the log, switch to them in one transaction.
 
     The old tables stay (retired) until `claimlog replay --drop-old`.
     """
+    if projection:
+        try:
+            chosen_projections(projection)
+        except ValueError as error:
+            raise typer.BadParameter(str(error), param_hint="--projection") from None
     settings = Settings()
     generations = Generations(settings.resolved_database_url())
     try:
@@ -46,12 +55,12 @@ def replay(
             dropped = generations.drop_retired()
             console.print(f"dropped generations {dropped}" if dropped else "no retired generation to drop")
             return
-        _run_replay(settings, generations, switch=switch, diff=diff)
+        _run_replay(settings, generations, switch=switch, diff=diff, projections=projection or None)
     finally:
         generations.close()
 
 
-def _run_replay(settings: Settings, generations: Generations, *, switch: bool, diff: bool) -> None:
+def _run_replay(settings: Settings, generations: Generations, *, switch: bool, diff: bool, projections: list[str] | None) -> None:
     started = time.perf_counter()
     with Progress(
         TextColumn("[bold]replay"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
@@ -64,11 +73,12 @@ def _run_replay(settings: Settings, generations: Generations, *, switch: bool, d
             rate = f"{applied / elapsed:,.0f} events/s" if elapsed > 0 else ""
             bar.update(task, completed=applied, total=head, rate=rate)
 
-        rebuilt = run(rebuild_generation(settings, generations, switch=switch, diff=diff, progress=progress))
+        rebuilt = run(rebuild_generation(settings, generations, switch=switch, diff=diff, progress=progress, projections=projections))
     elapsed = time.perf_counter() - started
     console.print(
         f"generation {rebuilt.generation} built from the log through sequence {rebuilt.applied_through:,} "
-        f"in {elapsed:.1f}s ({rebuilt.applied_through / max(elapsed, 1e-9):,.0f} events/s)"
+        f"in {elapsed:.1f}s ({rebuilt.applied_through / max(elapsed, 1e-9):,.0f} events/s); "
+        f"folded from the first event: {', '.join(rebuilt.folded)}"
     )
     if rebuilt.diff is not None:
         _print_diff(rebuilt.diff)
