@@ -148,7 +148,8 @@ async def _fold_chosen(
 ) -> None:
     """Copy the other projections' tables from the active generation, then fold the chosen ones up to
     where the copies stand, so that all stand at one position for the catch-up."""
-    position, parked = copy_others(generations, number, {p.name for p in chosen})
+    # In a thread: a large copy must not hold up this process's connections (or, in tests, a live projector).
+    position, parked = await asyncio.to_thread(copy_others, generations, number, {p.name for p in chosen})
     projector = Projector(claim_log, generations.engine(number), chosen, name=name, batch=REPLAY_BATCH, linger=0.1, stop_at=position)
     try:
         projector.load_checkpoint()

@@ -4,6 +4,7 @@ full one does instead."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -19,10 +20,12 @@ from projections.registry import build_projections
 from projections.tables import checkpoints, claim_pages, contributor_activity
 from services.generations import Generations
 from services.log import ClaimLog
+from services.projector import Projector
 from services.projector.parking import parked_rows
 from services.read_api.listing_sql import ClaimFilters, claim_listing
 from services.replay import rebuild_generation, rebuild_if_stale
 from services.settings import Settings
+from tests.builders import corrected
 from tests.conftest import random_claim_id
 from tests.integration.test_parking import poison
 from tests.integration.test_projector import append_history, project_all
@@ -133,3 +136,38 @@ def test_an_unknown_projection_is_refused_before_anything_is_built(tmp_path: Pat
     assert done.returncode == 2, done.stderr
     assert "no projection claim-pages; the projections are claim_pages, contributors" in " ".join(done.stderr.split())
     assert not (tmp_path / ".claimlog").exists()
+
+
+async def test_the_copy_is_one_moment_of_tables_a_live_projector_keeps_writing(
+    claim_log: ClaimLog, engine: Engine, generations: Generations, settings: Settings
+):
+    claims = [random_claim_id() for _ in range(20)]
+    for claim_id in claims:
+        await append_history(claim_log, claim_id)
+    stop = asyncio.Event()
+    live = Projector(claim_log, engine, build_projections(), name="live", batch=10, generations=generations)
+    running = asyncio.create_task(live.run(stop))
+
+    async def keep_writing() -> None:
+        for i in range(40):
+            claim_id = claims[i % len(claims)]
+            head = await claim_log.claim_head(claim_id)
+            # A correction counts once more each time it is applied: copied rows and a checkpoint from two
+            # different moments would count some twice.
+            await claim_log.append(claim_id, [corrected(claim_id, "s1", measured=f"Remeasured {i}.")], expected_seq=head.seq, prev_hash=head.hash)
+            await asyncio.sleep(0.01)
+
+    writer = asyncio.create_task(keep_writing())
+    await asyncio.sleep(0.1)
+    rebuilt = await rebuild_generation(settings, generations, projections=["claim_pages"])
+    await writer
+    head = await claim_log.head()
+    async with asyncio.timeout(30):
+        while live.generation != rebuilt.generation or live.checkpoint < head:
+            await asyncio.sleep(0.05)
+    stop.set()
+    await running
+
+    full = await rebuild_generation(settings, generations, switch=False)
+    with generations.engine(rebuilt.generation).connect() as kept, generations.engine(full.generation).connect() as clean:
+        assert table_checksums(kept) == table_checksums(clean)
