@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Engine, select
 
-from projections.checksum import table_checksums
 from projections.registry import build_projections
-from projections.tables import checkpoints, claim_pages
+from projections.tables import checkpoints
 from services.generations import Generations
 from services.log import ClaimLog, connect
 from services.projector.runner import Projector
+from services.replay_diff import Diff, compare
 from services.replay_parallel import Progress, build_in_parallel
 from services.replay_some import PartialRebuildDisagrees, chosen_projections, copy_others, parked_in
 from services.replay_worker import REPLAY_BATCH
@@ -36,22 +35,6 @@ MAX_WORKERS = 4
 
 def default_workers() -> int:
     return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
-
-
-@dataclass
-class Diff:
-    """How a new generation differs from the active one, claim by claim and table by table."""
-
-    old_seq: int
-    new_seq: int
-    tables_differing: list[str] = field(default_factory=list)
-    claims_changed: list[tuple[str, list[str]]] = field(default_factory=list)  # claim, top-level page fields
-    claims_only_new: list[str] = field(default_factory=list)
-    claims_only_old: list[str] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.tables_differing or self.claims_changed or self.claims_only_new or self.claims_only_old)
 
 
 @dataclass
@@ -193,40 +176,3 @@ async def _report(projector: Projector, head: int, progress: Progress) -> None:
     while True:
         progress(projector.checkpoint, head)
         await asyncio.sleep(0.2)
-
-
-def compare(old: Engine, new: Engine, *, limit: int = 50) -> Diff:
-    """Table checksums and, for claim pages, which claims' pages differ and in which fields.
-
-    The two generations may stand at different sequences (the live one keeps moving): a claim whose
-    page differs only because the live one has seen newer events is not reported.
-    """
-    with old.connect() as a, new.connect() as b:
-        old_seq, new_seq = _position(a), _position(b)
-        old_sums, new_sums = table_checksums(a), table_checksums(b)
-        report = Diff(old_seq, new_seq, tables_differing=[t for t in new_sums if old_sums.get(t) != new_sums[t]])
-        if "claim_pages" in report.tables_differing:
-            _page_differences(a, b, min(old_seq, new_seq), report, limit)
-    return report
-
-
-def _position(conn: Connection) -> int:
-    return min(conn.execute(select(checkpoints.c.last_seq)).scalars(), default=0)
-
-
-def _page_differences(old: Connection, new: Connection, upto: int, report: Diff, limit: int) -> None:
-    query = select(claim_pages.c.claim_id, claim_pages.c.last_seq, claim_pages.c.doc).order_by(claim_pages.c.claim_id)
-    old_rows = {row.claim_id: row for row in old.execute(query)}
-    for row in new.execute(query):
-        before = old_rows.pop(row.claim_id, None)
-        if before is None:
-            if row.last_seq <= upto and len(report.claims_only_new) < limit:
-                report.claims_only_new.append(row.claim_id)
-            continue
-        if before.last_seq != row.last_seq or before.doc == row.doc:
-            continue  # one of them has seen newer events, or they agree
-        a, b = json.loads(before.doc), json.loads(row.doc)
-        fields = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-        if len(report.claims_changed) < limit:
-            report.claims_changed.append((row.claim_id, fields))
-    report.claims_only_old = [claim for claim, row in old_rows.items() if row.last_seq <= upto][:limit]

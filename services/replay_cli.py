@@ -18,7 +18,8 @@ from rich.progress import (
 from rich.table import Table
 
 from services.generations import Generations
-from services.replay import Diff, rebuild_generation
+from services.replay import rebuild_generation
+from services.replay_diff import Diff
 from services.replay_some import chosen_projections
 from services.runtime import run
 from services.settings import Settings
