@@ -90,29 +90,10 @@ async def rebuild_generation(
     copied from the active generation (services/replay_some.py).
     """
     chosen = chosen_projections(projections) if projections is not None else build_projections()
-    if len(chosen) == len(build_projections()):
-        projections = None
+    partial = len(chosen) < len(build_projections())
     number, engine = generations.create()
     try:
-        async with nats_server(settings, role="projector") as url:
-            nc = await connect(url, name="claimlog-replay")
-            try:
-                claim_log = ClaimLog(nc, stream_spec(settings))
-                await ready(claim_log)
-                name = f"{settings.projector_name}-replay-g{number}"
-                head = await claim_log.head()
-                parts = workers if workers is not None else default_workers()
-                if projections is not None:
-                    await _fold_chosen(claim_log, generations, number, chosen, f"{name}-chosen", progress)
-                elif parts > 1 and head >= parallel_from:
-                    await build_in_parallel(claim_log, url, settings, generations, number, head, parts, name, progress)
-                projector = Projector(claim_log, engine, build_projections(), name=name, batch=REPLAY_BATCH, linger=0.1)
-                try:
-                    applied = await _catch_up(projector, claim_log, progress)
-                finally:
-                    await claim_log.forget_consumer(name)
-            finally:
-                await nc.close()
+        applied = await _build(settings, generations, number, chosen if partial else None, progress, workers, parallel_from)
     except PartialRebuildDisagrees as why:
         generations.abandon(number)
         log.warning("%s: rebuilding every projection instead", why)
@@ -124,6 +105,34 @@ async def rebuild_generation(
     replaced = generations.switch(number) if switch else None
     log.info("generation %s rebuilt through sequence %s%s", number, applied, " and switched to" if switch else "")
     return Rebuilt(number, replaced, applied, report, tuple(p.name for p in chosen))
+
+
+async def _build(
+    settings: Settings, generations: Generations, number: int, chosen: list | None, progress: Progress | None,
+    workers: int | None, parallel_from: int,
+) -> int:
+    """Fold the log into generation ``number``: the ``chosen`` projections alone first (the others copied),
+    or every projection by several processes when the log is large; then catch up with the head.
+    Returns the sequence applied through."""
+    async with nats_server(settings, role="projector") as url:
+        nc = await connect(url, name="claimlog-replay")
+        try:
+            claim_log = ClaimLog(nc, stream_spec(settings))
+            await ready(claim_log)
+            name = f"{settings.projector_name}-replay-g{number}"
+            head = await claim_log.head()
+            parts = workers if workers is not None else default_workers()
+            if chosen is not None:
+                await _fold_chosen(claim_log, generations, number, chosen, f"{name}-chosen", progress)
+            elif parts > 1 and head >= parallel_from:
+                await build_in_parallel(claim_log, url, settings, generations, number, head, parts, name, progress)
+            projector = Projector(claim_log, generations.engine(number), build_projections(), name=name, batch=REPLAY_BATCH, linger=0.1)
+            try:
+                return await _catch_up(projector, claim_log, progress)
+            finally:
+                await claim_log.forget_consumer(name)
+        finally:
+            await nc.close()
 
 
 async def _fold_chosen(
