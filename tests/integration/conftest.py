@@ -9,7 +9,9 @@ import pytest
 from sqlalchemy import Engine
 
 from services.db import make_engine, upgrade
+from services.generations import Generations
 from services.log import ClaimLog
+from services.settings import Settings
 from tests.conftest import second_database
 from tests.integration.command_api import Api, running_api
 
@@ -29,3 +31,17 @@ def replay_engine(database_url: str, tmp_path: Path) -> Iterator[Engine]:
         upgrade(engine)
         yield engine
         engine.dispose()
+
+
+@pytest.fixture
+def settings(nats_url: str, database_url: str, engine: Engine, tmp_path: Path) -> Settings:
+    """Settings on the test's NATS server and its migrated database."""
+    return Settings(nats_url=nats_url, database_url=database_url, data_dir=tmp_path / "data")
+
+
+@pytest.fixture
+def generations(settings: Settings) -> Iterator[Generations]:
+    """The read-model generations of the test's database."""
+    generations = Generations(settings.resolved_database_url())
+    yield generations
+    generations.close()

@@ -8,7 +8,6 @@ import json
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -30,18 +29,6 @@ from services.settings import Settings
 from tests.builders import attached, history, reviewed
 from tests.conftest import random_claim_id
 from tests.integration.test_projector import append_history, project_all
-
-
-@pytest.fixture
-def settings(nats_url: str, database_url: str, engine: Engine, tmp_path: Path) -> Settings:
-    return Settings(nats_url=nats_url, database_url=database_url, data_dir=tmp_path / "data")
-
-
-@pytest.fixture
-def generations(settings: Settings) -> Iterator[Generations]:
-    generations = Generations(settings.resolved_database_url())
-    yield generations
-    generations.close()
 
 
 async def test_a_replay_builds_equal_tables_and_switches_to_them(

@@ -8,7 +8,6 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,17 +31,6 @@ from tests.integration.test_projector import append_history, project_all
 
 CONTRIBUTORS = [t.name for t in ContributorsProjection.tables]
 
-
-@pytest.fixture
-def settings(nats_url: str, database_url: str, engine: Engine, tmp_path: Path) -> Settings:
-    return Settings(nats_url=nats_url, database_url=database_url, data_dir=tmp_path / "data")
-
-
-@pytest.fixture
-def generations(settings: Settings) -> Iterator[Generations]:
-    generations = Generations(settings.resolved_database_url())
-    yield generations
-    generations.close()
 
 
 async def live_tables_built_by_other_code(claim_log: ClaimLog, engine: Engine) -> tuple[list[str], str]:
