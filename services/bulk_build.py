@@ -52,7 +52,7 @@ def restore_secondary(engine: Engine) -> None:
             for index in table.indexes:
                 index.create(conn, checkfirst=True)
         if engine.dialect.name == "sqlite":
-            conn.execute(text("INSERT INTO claim_pages_search(claim_pages_search) VALUES ('rebuild')"))
+            rebuild_sqlite_search(conn)
             for trigger in _SQLITE_SEARCH.SQLITE_TRIGGERS:
                 conn.execute(text(trigger))
         else:
@@ -66,14 +66,24 @@ def merge_sqlite(target: Engine, files: list[str], tables: list[str]) -> None:
         cursor = raw.cursor()
         for file in files:
             cursor.execute("ATTACH DATABASE ? AS part", (file,))
-            for name in tables:
-                names = [row[1] for row in cursor.execute(f'PRAGMA part.table_info("{name}")')]
-                columns = ", ".join(f'"{column}"' for column in names)
-                cursor.execute(f'INSERT INTO main."{name}" ({columns}) SELECT {columns} FROM part."{name}"')
+            copy_attached(cursor, "part", tables)
             raw.commit()
             cursor.execute("DETACH DATABASE part")
     finally:
         raw.close()
+
+
+def copy_attached(cursor, alias: str, tables: list[str]) -> None:
+    """SQLite: append the rows of ``tables`` in the attached database ``alias`` to the same tables of the
+    main one, every column the attached tables have."""
+    for name in tables:
+        columns = ", ".join(f'"{row[1]}"' for row in cursor.execute(f'PRAGMA {alias}.table_info("{name}")'))
+        cursor.execute(f'INSERT INTO main."{name}" ({columns}) SELECT {columns} FROM {alias}."{name}"')
+
+
+def rebuild_sqlite_search(conn: Connection) -> None:
+    """SQLite: fill the full-text index from every claim page (rows copied in bulk have no entries)."""
+    conn.execute(text("INSERT INTO claim_pages_search(claim_pages_search) VALUES ('rebuild')"))
 
 
 _PLACE_COLUMNS = text(

@@ -20,7 +20,7 @@ from sqlalchemy import Engine, insert, select, text
 from projections.base import Projection
 from projections.registry import build_projections
 from projections.tables import checkpoints, claim_pages, parked_events
-from services.bulk_build import merge_postgresql
+from services.bulk_build import copy_attached, merge_postgresql, rebuild_sqlite_search
 from services.generations import Generations
 
 Parked = set[tuple[int, str]]  # (sequence, claim) of each parked event
@@ -55,7 +55,7 @@ def copy_others(generations: Generations, number: int, chosen: set[str]) -> tupl
         if rows:
             conn.execute(insert(checkpoints), [{"name": n, "version": v, "last_seq": s} for n, v, s in rows])
         if claim_pages.name in tables and generations.dialect == "sqlite":  # the search index of the copied pages
-            conn.execute(text("INSERT INTO claim_pages_search(claim_pages_search) VALUES ('rebuild')"))
+            rebuild_sqlite_search(conn)
     return (positions.pop() if positions else 0), parked
 
 
@@ -72,9 +72,7 @@ def _copy_sqlite(source: Engine, target: Engine, tables: list[str], names: list[
         # One transaction reads the active file from one snapshot (write-ahead-log mode), while its
         # projector goes on writing.
         cursor.execute("BEGIN")
-        for name in tables:
-            columns = ", ".join(f'"{row[1]}"' for row in cursor.execute(f'PRAGMA active.table_info("{name}")'))
-            cursor.execute(f'INSERT INTO main."{name}" ({columns}) SELECT {columns} FROM active."{name}"')
+        copy_attached(cursor, "active", tables)
         marks = ", ".join("?" for _ in names)
         rows = cursor.execute(f"SELECT name, version, last_seq FROM active.projection_checkpoints WHERE name IN ({marks})", names).fetchall()
         parked = {(seq, claim) for seq, claim in cursor.execute("SELECT seq, claim_id FROM active.parked_events")}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import nats.errors
 from faststream import FastStream
 from faststream.nats import NatsBroker
 from faststream.nats.security import NatsUserPassword
@@ -68,7 +67,7 @@ class ProjectorService:
                     self._nats_url, name=f"claimlog-{self.settings.projector_name}-events",
                     first_connect_seconds=self.settings.nats_connect_seconds,
                 )
-            except (OSError, TimeoutError, nats.errors.Error, LogError) as error:
+            except LogError as error:  # the server is down or restarting: connect waited for it, and says why
                 log.warning("connecting to NATS for the events: %s; retrying in %.1fs", error, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
