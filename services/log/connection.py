@@ -69,6 +69,23 @@ class FastHeadersClient(Client):
         else:
             self._sinks[sid] = sink
 
+    async def _send_publish(self, subject, reply, payload, payload_size, headers):  # noqa: ANN001, ANN202 - nats-py's private hook
+        """A header block already encoded (``encode_headers``) goes out as it is; a dictionary, as nats-py sends it.
+
+        nats-py encodes a header dictionary one name at a time, checking each with a regular expression:
+        about 7 µs a message, a tenth of what a bulk ingest spends on a command; the block takes 1.
+        """
+        if not isinstance(headers, bytes):
+            return await super()._send_publish(subject, reply, payload, payload_size, headers)
+        total = len(headers) + payload_size
+        command = b"HPUB %s %s %d %d\r\n" % (subject.encode(), reply.encode(), len(headers), total)  # as nats-py, reply or not
+        self.stats["out_msgs"] += 1
+        self.stats["out_bytes"] += payload_size
+        await self._send_command(command + headers + payload + b"\r\n")
+        if self._flush_queue is not None and self._flush_queue.empty():
+            await self._flush_pending()
+        return None
+
     async def _process_msg(self, sid, subject, reply, data, headers):  # noqa: ANN001, ANN202 - nats-py's private hook
         sink = self._sinks.get(sid)
         if sink is None:
@@ -80,6 +97,24 @@ class FastHeadersClient(Client):
         except Exception:  # as nats-py does with a callback's error: reported, and the connection goes on
             log.exception("handling a message on %s failed", subject.decode(errors="replace"))
         return None
+
+
+def encode_headers(headers: dict[str, str]) -> bytes:
+    """Headers as the block ``FastHeadersClient`` publishes as it is: what nats-py would send for the same
+    dictionary (tests/unit/test_log_formats.py compares them). A name or value that would break the block is refused."""
+    lines = [b"NATS/1.0\r\n"]
+    for name, value in headers.items():
+        if not _sendable_name(name) or "\r" in value or "\n" in value:
+            raise ValueError(f"header {name!r}: {value!r} cannot be sent")
+        lines.append(b"%s: %s\r\n" % (name.encode(), value.strip().encode()))
+    lines.append(b"\r\n")
+    return b"".join(lines)
+
+
+@functools.cache
+def _sendable_name(name: str) -> bool:
+    """Printable ASCII without spaces or a colon (what nats-py's own check allows)."""
+    return bool(name) and name.isascii() and name.isprintable() and " " not in name and ":" not in name
 
 
 class RawHeaders:

@@ -15,7 +15,7 @@ from nats.aio.client import Client
 
 from events import Event
 from services.log.chain import chain, event_hash
-from services.log.connection import subscribe_plain
+from services.log.connection import FastHeadersClient, encode_headers, subscribe_plain
 from services.log.errors import ConflictError, PublishError
 from services.log.writer import (
     AlreadyStored,
@@ -61,28 +61,34 @@ class Pipeline:
         self._counter += 1
         token = str(self._counter)
         future: asyncio.Future[Appended] = asyncio.get_running_loop().create_future()
-        future.add_done_callback(lambda _: self._slots.release())
         self._pending[token] = (future, (claim_id, events, expected_seq, len(linked), event_hash(linked[-1][1])))
+        encode = encode_headers if isinstance(self._nc, FastHeadersClient) else dict
         for subject, data, headers in messages[:-1]:
-            await self._nc.publish(subject, data, headers=headers)
+            await self._nc.publish(subject, data, headers=encode(headers))
         subject, data, headers = messages[-1]
-        await self._nc.publish(subject, data, reply=f"{self._prefix}.{token}", headers=headers)
+        await self._nc.publish(subject, data, reply=f"{self._prefix}.{token}", headers=encode(headers))
         return future
 
     async def drain(self, timeout: float = ACK_TIMEOUT) -> None:
         """Wait for every submitted append to be acknowledged (or to fail)."""
         futures = [future for future, _ in self._pending.values()]
         if futures:
-            done, late = await asyncio.wait(futures, timeout=timeout)
-            for future in late:
-                future.set_exception(PublishError(f"no acknowledgement within {timeout}s; retry the same events"))
+            await asyncio.wait(futures, timeout=timeout)
+            for token, (future, _) in list(self._pending.items()):
+                if not future.done():
+                    del self._pending[token]
+                    self._slots.release()
+                    future.set_exception(PublishError(f"no acknowledgement within {timeout}s; retry the same events"))
         while self._followups:
             await asyncio.gather(*self._followups, return_exceptions=True)
 
     def _on_ack(self, subject: str, _reply: str, data: bytes, _headers: object) -> None:
         token = subject.rsplit(".", 1)[1]
         entry = self._pending.pop(token, None)
-        if entry is None or entry[0].done():
+        if entry is None:
+            return
+        self._slots.release()  # here, not in a done callback: that would be one more loop turn per append
+        if entry[0].done():
             return
         future, (claim_id, events, expected_seq, count, last_hash) = entry
         try:

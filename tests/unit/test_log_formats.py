@@ -6,7 +6,7 @@ import pytest
 from nats.aio.client import Client
 
 from services.log import LogError
-from services.log.connection import RESTORED_TIME, FastHeadersClient, RawHeaders
+from services.log.connection import RESTORED_TIME, FastHeadersClient, RawHeaders, encode_headers
 from services.log.consumer import Delivery, _position
 from services.log.reader import parse_store_time, store_time_from_ns
 
@@ -87,3 +87,35 @@ def test_of_a_name_given_twice_the_servers_value_wins():
     with pytest.raises(KeyError):
         headers["Nats-Absent"]
     assert not RawHeaders(None) and RawHeaders(None).get("Status") is None
+
+
+async def sent(client: Client, headers: object, reply: str) -> bytes:
+    """The bytes ``client`` hands its socket for one publish (nothing is connected: the command is caught)."""
+    commands: list[bytes] = []
+
+    async def catch(command: bytes, priority: bool = False) -> None:
+        commands.append(command)
+
+    client._send_command = catch
+    await client._send_publish("claims.CLM-0338.SourceAttached", reply, b'{"x":1}', 7, headers)
+    return b"".join(commands)
+
+
+@pytest.mark.parametrize("reply", ["_INBOX.abc.17", ""])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Nats-Msg-Id": "0193a1b2-0000-7000-8000-000000000000", "Nats-Expected-Last-Subject-Sequence": "0",
+         "Nats-Expected-Last-Subject-Sequence-Subject": "claims.CLM-0338.*"},
+        {"Nats-Batch-Id": "abc", "Nats-Batch-Sequence": "2", "Nats-Batch-Commit": "1", "Padded": " value "},
+        {"Utf8": "café"},
+    ],
+)
+async def test_an_encoded_header_block_goes_out_as_nats_py_sends_the_dictionary(headers: dict, reply: str):
+    assert await sent(FastHeadersClient(), encode_headers(headers), reply) == await sent(Client(), headers, reply)
+
+
+@pytest.mark.parametrize("headers", [{"Bad Name": "x"}, {"Colon:Name": "x"}, {"": "x"}, {"Name": "two\r\nlines"}, {"Ünï": "x"}])
+def test_a_header_that_would_break_the_block_is_refused(headers: dict):
+    with pytest.raises(ValueError, match="cannot be sent"):
+        encode_headers(headers)
