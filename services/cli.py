@@ -132,7 +132,7 @@ def unreadable(
     from services.read_api.queries import unreadable as unreadable_rows
 
     settings = _setup("WARNING")
-    engine = make_engine(settings.resolved_database_url())
+    engine = make_engine(settings.resolved_database_url(), create=False)
     with engine.connect() as conn:
         rows = unreadable_rows(conn, after=after, limit=limit)
     table = Table("seq", "subject", "reason", title=f"{len(rows)} unreadable event(s)")

@@ -4,8 +4,6 @@ its traceback."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
@@ -37,8 +35,6 @@ def _database_problem(error: DBAPIError) -> str | None:
     except Exception:  # noqa: BLE001 - settings that do not read: their own error is the one to show
         return None
     where = url.render_as_string(hide_password=True)
-    if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
-        return f"there is no read-model database at {where} yet: run `claimlog db upgrade`, or `claimlog up`, which creates it"
     reason = str(error.orig).strip().splitlines()[0] if error.orig is not None else type(error).__name__
     if error.statement is None or error.connection_invalidated:  # the connection itself failed
         return f"could not open the read-model database at {where}: {reason} (CLAIMLOG_DATABASE_URL)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from alembic import command
@@ -19,22 +20,36 @@ class DatabaseNotReadyError(RuntimeError):
     """The database schema is not at the version this code needs."""
 
 
-def make_engine(url: str, *, schema: str | None = None, scratch: bool = False) -> Engine:
+def make_engine(url: str, *, schema: str | None = None, scratch: bool = False, create: bool = True) -> Engine:
     """An engine for the read models, tuned for its dialect; on PostgreSQL, in ``schema`` when given
     (every statement, migrations included, then resolves names there first).
 
     ``scratch`` (SQLite): for a file nothing reads while it is built, and which is thrown away if the
     build fails (a rebuild's): the rollback journal in memory and no syncing, so rows are written once,
     not to the write-ahead log and then again into the file. An engine without ``scratch`` puts the
-    file back in write-ahead-log mode when it connects."""
+    file back in write-ahead-log mode when it connects.
+
+    ``create=False`` (SQLite): connecting to a file that does not exist is a ``DatabaseNotReadyError``
+    instead of an empty file made on the way (only ``upgrade`` makes the read-model database)."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _scratch_pragmas if scratch else _sqlite_pragmas)
+        path = engine.url.database
+        if not create and path and path != ":memory:":
+            event.listen(engine, "do_connect", lambda *_: _require_file(Path(path), engine))
         return engine
     connect_args = {"options": f"-csearch_path={schema}"} if schema else {}
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, connect_args=connect_args)
+
+
+def _require_file(path: Path, engine: Engine) -> None:
+    if not path.exists():
+        raise DatabaseNotReadyError(
+            f"there is no read-model database at {engine.url.render_as_string(hide_password=True)} yet: "
+            "run `claimlog db upgrade`, or `claimlog up`, which creates it"
+        )
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -63,8 +78,10 @@ def alembic_config(engine: Engine) -> Config:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Migrate the read-model schema to ``revision``."""
-    if engine.dialect.name == "sqlite":
-        Path(engine.url.database or ".").parent.mkdir(parents=True, exist_ok=True)
+    path = engine.url.database
+    if engine.dialect.name == "sqlite" and path and path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        sqlite3.connect(path).close()  # here, and only here, a missing read-model database is made
     command.upgrade(alembic_config(engine), revision)
 
 

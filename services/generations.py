@@ -46,7 +46,7 @@ class Generations:
 
     def __init__(self, home_url: str) -> None:
         self.home_url = home_url
-        self.home = make_engine(home_url)
+        self.home = make_engine(home_url, create=False)
         self._engines: dict[int, Engine] = {0: self.home}
 
     @property

@@ -30,12 +30,19 @@ def stream_spec(settings: Settings) -> StreamSpec:
 async def nats_server(settings: Settings, *, role: str = "admin") -> AsyncIterator[str]:
     """The NATS URL to use: CLAIMLOG_NATS_URL as it is, else ``role``'s URL on the data directory's embedded server.
 
-    The embedded server is started if none is running, and stopped on exit.
+    The embedded server is started if none is running, and stopped on exit. A reader or projector
+    (``show``, ``history``, ``export``, ``verify``, ``replay``) on a data directory that holds no log
+    yet is told so, and nothing starts.
     """
     url = settings.nats_url or running_url(settings.data_dir, role)
     if url is not None:
         yield url
         return
+    if role in ("reader", "projector") and not (settings.data_dir / "jetstream").is_dir():
+        raise LogConfigError(
+            f"no claim log in {settings.data_dir.resolve()} yet: `claimlog up` or `claimlog ingest` starts one there "
+            "(or set CLAIMLOG_DATA_DIR, or CLAIMLOG_NATS_URL, to where the log is)"
+        )
     embedded = EmbeddedNats(settings.data_dir, sync=settings.nats_sync, stream=settings.stream)
     await asyncio.to_thread(embedded.start)
     try:
@@ -46,21 +53,29 @@ async def nats_server(settings: Settings, *, role: str = "admin") -> AsyncIterat
 
 @asynccontextmanager
 async def open_log(settings: Settings, *, client_name: str = "claimlog", role: str = "admin") -> AsyncIterator[ClaimLog]:
-    """The claim log, its stream created or verified, on the NATS server ``nats_server`` picks for ``role``."""
+    """The claim log on the NATS server ``nats_server`` picks for ``role``, its stream verified.
+
+    Only the admin role may create or change the stream. On the embedded default claimlog runs the
+    server itself, so a writer's command (``claimlog ingest`` on a new data directory) has it created
+    as admin first; on a server of one's own, that is the deployment's one-shot ``stream`` job.
+    """
     async with nats_server(settings, role=role) as url:
+        if role == "writer" and not settings.nats_url:
+            async with open_log(settings, client_name=f"{client_name}-stream", role="admin"):
+                pass
         nc = await connect(url, name=client_name, first_connect_seconds=settings.nats_connect_seconds)
         try:
             claim_log = ClaimLog(nc, stream_spec(settings))
-            await ready(claim_log)
+            await ready(claim_log, create=role == "admin")
             yield claim_log
         finally:
             await nc.drain()
 
 
-async def ready(claim_log: ClaimLog) -> None:
-    """Create or verify the stream; a NATS user that may not create or update it is told who can."""
+async def ready(claim_log: ClaimLog, *, create: bool = True) -> None:
+    """Create (when ``create``) or verify the stream; a NATS user that may not create or update it is told who can."""
     try:
-        await claim_log.ensure()
+        await claim_log.ensure(create=create)
     except (nats.errors.TimeoutError, TimeoutError):
         refused = claim_log.nc.last_error
         if refused is None or "permissions violation" not in str(refused).lower():

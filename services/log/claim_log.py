@@ -25,9 +25,10 @@ class ClaimLog:
         self.stream = spec.name
         self._reader = ClaimReader(nc, spec.name)
 
-    async def ensure(self) -> None:
-        """Create the stream, or refuse one that lets events be deleted or purged."""
-        await ensure_stream(self.nc, self.spec)
+    async def ensure(self, *, create: bool = True) -> None:
+        """Create the stream (unless told not to: a missing one is then an error), or refuse one that
+        lets events be deleted or purged."""
+        await ensure_stream(self.nc, self.spec, create=create)
 
     async def append(
         self, claim_id: str, events: Sequence[Event], *, expected_seq: int, prev_hash: str | None

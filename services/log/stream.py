@@ -48,13 +48,18 @@ class StreamSpec:
         )
 
 
-async def ensure_stream(nc: Client, spec: StreamSpec) -> StreamInfo:
-    """Create the stream if it is missing; refuse, with the reason, one that lets events be removed; warn
+async def ensure_stream(nc: Client, spec: StreamSpec, *, create: bool = True) -> StreamInfo:
+    """Create the stream if it is missing (``create``; else say so); refuse, with the reason, one that lets events be removed; warn
     loudly about one that a crash could take acknowledged events from (not replicated, or not synced)."""
     js = nc.jetstream()
     try:
         info = await js.stream_info(spec.name)
     except NotFoundError:
+        if not create:
+            raise LogConfigError(
+                f"stream {spec.name} does not exist on this NATS server yet: `claimlog up` creates it "
+                "(or the deployment's `stream` job, as admin)"
+            ) from None
         log.info("creating stream %s", spec.name)
         info = await js.add_stream(spec.config())
         warn_if_not_durable(nc, info, sync=spec.server_sync)

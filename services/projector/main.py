@@ -48,7 +48,7 @@ class ProjectorService:
 
     async def _start(self) -> None:
         # As the projector role this only reads the stream's info: `claimlog up` (as admin) creates it.
-        await ready(ClaimLog(self.broker.connection, stream_spec(self.settings)))
+        await ready(ClaimLog(self.broker.connection, stream_spec(self.settings)), create=False)
         # The events arrive on a claimlog connection of their own, which hands them straight to the
         # consumer without parsing their stored headers (``subscribe_plain``): a quarter more events per
         # second on a backlog than on the broker's connection (bench/backlog.py).
@@ -104,7 +104,7 @@ class ProjectorService:
 
 async def run_projector(settings: Settings) -> None:
     """Keep the read models up to date with the log until SIGINT or SIGTERM."""
-    engine = make_engine(settings.resolved_database_url())
+    engine = make_engine(settings.resolved_database_url(), create=False)
     require_current(engine)
     try:
         async with nats_server(settings, role="projector") as url:

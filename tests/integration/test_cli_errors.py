@@ -4,6 +4,7 @@ for NATS says so in its log."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from nats.js.errors import NotFoundError
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
@@ -22,6 +24,8 @@ from services.cli_errors import explain
 from services.db import make_engine
 from services.log import LogError, connect
 from services.log.servers import ErrorLog
+
+SAMPLES = Path(__file__).resolve().parents[2] / "services" / "ingest" / "samples"
 
 
 def claimlog(*args: str, cwd: Path, **settings: str) -> subprocess.CompletedProcess[str]:
@@ -108,6 +112,33 @@ def test_a_database_that_is_not_there_or_not_migrated_says_what_to_run(database_
         sqlite3.connect(database_url.removeprefix("sqlite:///")).close()  # a file without claimlog's tables
     empty = claimlog("unreadable", cwd=tmp_path, database_url=database_url)
     assert_explained(empty, "has no claimlog tables", "run `claimlog db upgrade`")
+
+
+def test_reading_a_data_directory_that_holds_no_log_yet_says_so_and_makes_nothing(tmp_path: Path):
+    for command in (("show", "CLM-0338"), ("history", "CLM-0338"), ("verify",)):
+        done = claimlog(*command, cwd=tmp_path)
+        assert_explained(done, f"no claim log in {tmp_path / '.claimlog'} yet", "`claimlog up` or `claimlog ingest`")
+    assert not (tmp_path / ".claimlog").exists()
+
+
+def test_ingest_starts_the_log_of_a_new_data_directory_and_reads_make_no_database(tmp_path: Path):
+    done = claimlog("ingest", str(SAMPLES / "CLM-0338.txt"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    history = claimlog("history", "CLM-0338", "--json", cwd=tmp_path)
+    assert history.returncode == 0, history.stderr
+    assert json.loads(history.stdout)[0]["type"] == "ClaimDrafted"
+    by_slug = claimlog("show", "a-slug-is-looked-up-in-the-read-models", cwd=tmp_path)
+    assert_explained(by_slug, "there is no read-model database at sqlite:///", "run `claimlog db upgrade`")
+    assert not (tmp_path / ".claimlog" / "claimlog.sqlite3").exists()
+
+
+async def test_a_reader_on_a_server_without_the_stream_is_told_and_creates_nothing(nats_url: str, tmp_path: Path):
+    done = claimlog("history", "CLM-0338", cwd=tmp_path, nats_url=nats_url)
+    assert_explained(done, "stream CLAIMS does not exist on this NATS server yet", "`claimlog up` creates it")
+    nc = await connect(nats_url)
+    with pytest.raises(NotFoundError):
+        await nc.jetstream().stream_info("CLAIMS")
+    await nc.close()
 
 
 def test_a_database_server_that_is_not_there_is_named(tmp_path: Path):
