@@ -118,7 +118,7 @@ async def _build(
         nc = await connect(url, name="claimlog-replay")
         try:
             claim_log = ClaimLog(nc, stream_spec(settings))
-            await ready(claim_log, create=False)
+            await ready(claim_log)
             name = f"{settings.projector_name}-replay-g{number}"
             head = await claim_log.head()
             parts = workers if workers is not None else default_workers()

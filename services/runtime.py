@@ -66,7 +66,7 @@ async def open_log(settings: Settings, *, client_name: str = "claimlog", role: s
         nc = await connect(url, name=client_name, first_connect_seconds=settings.nats_connect_seconds)
         try:
             claim_log = ClaimLog(nc, stream_spec(settings))
-            await ready(claim_log, create=role == "admin")
+            await ready(claim_log, create=role != "reader")  # a reader never makes a stream, even with an admin URL
             yield claim_log
         finally:
             await nc.drain()

@@ -48,7 +48,7 @@ class ProjectorService:
 
     async def _start(self) -> None:
         # As the projector role this only reads the stream's info: `claimlog up` (as admin) creates it.
-        await ready(ClaimLog(self.broker.connection, stream_spec(self.settings)), create=False)
+        await ready(ClaimLog(self.broker.connection, stream_spec(self.settings)))
         # The events arrive on a claimlog connection of their own, which hands them straight to the
         # consumer without parsing their stored headers (``subscribe_plain``): a quarter more events per
         # second on a backlog than on the broker's connection (bench/backlog.py).
