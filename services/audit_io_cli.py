@@ -49,7 +49,7 @@ async def _verify(settings: Settings, report, *, tables: bool) -> None:
 
     # Replaying into scratch tables needs a consumer: the projector role may make one; reading does not.
     role = "projector" if tables else "reader"
-    async with open_log(settings, client_name="claimlog-verify", role=role) as claim_log:
+    async with open_log(settings, client_name="claimlog-verify", role=role, create=False) as claim_log:
         head = await claim_log.head()
         with _progress() as progress:
             started = time.perf_counter()

@@ -52,12 +52,15 @@ async def nats_server(settings: Settings, *, role: str = "admin") -> AsyncIterat
 
 
 @asynccontextmanager
-async def open_log(settings: Settings, *, client_name: str = "claimlog", role: str = "admin") -> AsyncIterator[ClaimLog]:
+async def open_log(
+    settings: Settings, *, client_name: str = "claimlog", role: str = "admin", create: bool | None = None
+) -> AsyncIterator[ClaimLog]:
     """The claim log on the NATS server ``nats_server`` picks for ``role``, its stream verified.
 
     Only the admin role may create or change the stream. On the embedded default claimlog runs the
     server itself, so a writer's command (``claimlog ingest`` on a new data directory) has it created
-    as admin first; on a server of one's own, that is the deployment's one-shot ``stream`` job.
+    as admin first; on a server of one's own, that is the deployment's one-shot ``stream`` job. A
+    reader, or a caller passing ``create=False`` (``verify``), never creates it, whatever the URL's user.
     """
     async with nats_server(settings, role=role) as url:
         if role == "writer" and not settings.nats_url:
@@ -66,7 +69,7 @@ async def open_log(settings: Settings, *, client_name: str = "claimlog", role: s
         nc = await connect(url, name=client_name, first_connect_seconds=settings.nats_connect_seconds)
         try:
             claim_log = ClaimLog(nc, stream_spec(settings))
-            await ready(claim_log, create=role != "reader")  # a reader never makes a stream, even with an admin URL
+            await ready(claim_log, create=role != "reader" if create is None else create)
             yield claim_log
         finally:
             await nc.drain()

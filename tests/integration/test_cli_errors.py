@@ -132,9 +132,11 @@ def test_ingest_starts_the_log_of_a_new_data_directory_and_reads_make_no_databas
     assert not (tmp_path / ".claimlog" / "claimlog.sqlite3").exists()
 
 
-async def test_a_reader_on_a_server_without_the_stream_is_told_and_creates_nothing(nats_url: str, tmp_path: Path):
-    done = claimlog("history", "CLM-0338", cwd=tmp_path, nats_url=nats_url)
-    assert_explained(done, "stream CLAIMS does not exist on this NATS server yet", "`claimlog up` creates it")
+async def test_reading_a_server_without_the_stream_is_told_and_creates_nothing(nats_url: str, engine, tmp_path: Path):
+    database = engine.url.render_as_string(hide_password=False)
+    for command in (("history", "CLM-0338"), ("verify",)):  # with the admin's URL: reading never creates the stream
+        done = claimlog(*command, cwd=tmp_path, nats_url=nats_url, database_url=database)
+        assert_explained(done, "stream CLAIMS does not exist on this NATS server yet", "`claimlog up` creates it")
     nc = await connect(nats_url)
     with pytest.raises(NotFoundError):
         await nc.jetstream().stream_info("CLAIMS")
