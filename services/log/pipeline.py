@@ -8,7 +8,6 @@ passes the expected sequence, so it serialises per claim and pipelines across cl
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 
 from nats.aio.client import Client
@@ -23,6 +22,7 @@ from services.log.writer import (
     batch_headers,
     check_append,
     interpret_ack,
+    parse_ack,
     settle_refusal,
 )
 
@@ -82,7 +82,7 @@ class Pipeline:
         while self._followups:
             await asyncio.gather(*self._followups, return_exceptions=True)
 
-    def _on_ack(self, subject: str, _reply: str, data: bytes, _headers: object) -> None:
+    def _on_ack(self, subject: str, _reply: str, data: bytes, headers: object) -> None:
         token = subject.rsplit(".", 1)[1]
         entry = self._pending.pop(token, None)
         if entry is None:
@@ -92,7 +92,8 @@ class Pipeline:
             return
         future, (claim_id, events, expected_seq, count, last_hash) = entry
         try:
-            future.set_result(interpret_ack(json.loads(data), claim_id, expected_seq, count=count, last_hash=last_hash))
+            ack = parse_ack(data, headers, claim_id)
+            future.set_result(interpret_ack(ack, claim_id, expected_seq, count=count, last_hash=last_hash))
         except (ConflictError, AlreadyStored) as refusal:
             task = asyncio.create_task(self._resolve_refusal(future, refusal, claim_id, events, expected_seq))
             self._followups.add(task)

@@ -9,7 +9,6 @@ restore expects (so a restored full log has the exported sequences).
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 
 from nats.aio.client import Client
@@ -17,6 +16,7 @@ from nats.aio.client import Client
 from events.subjects import claim_filter, claim_of
 from services.log.connection import RESTORED_TIME, subscribe_plain
 from services.log.errors import PublishError
+from services.log.writer import parse_ack
 
 ACK_TIMEOUT = 30.0
 
@@ -84,12 +84,15 @@ class Republisher:
         if self.failure is not None:
             raise self.failure
 
-    def _on_ack(self, subject: str, _reply: str, data: bytes, _headers: object) -> None:
+    def _on_ack(self, subject: str, _reply: str, data: bytes, headers: object) -> None:
         token = subject.rsplit(".", 1)[1]
         future = self._pending.pop(token, None)
         if future is None or future.done():
             return
-        problem = _problem(json.loads(data), int(token))
+        try:
+            problem = _problem(parse_ack(data, headers, f"the event for sequence {token}"), int(token))
+        except PublishError as error:
+            problem = str(error)
         if problem and self.failure is None:
             self.failure = PublishError(problem)
         future.set_result(None)

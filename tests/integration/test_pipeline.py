@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from services.log import ClaimLog, ConflictError
+from services.log import ClaimLog, ConflictError, PublishError, StreamSpec, connect
 from tests.builders import attached, drafted, history
 from tests.conftest import random_claim_id
 
@@ -41,3 +43,25 @@ async def test_a_pipelined_retry_is_recognised_as_a_duplicate(claim_log: ClaimLo
     assert again.result().duplicate
     assert again.result().last_seq == first.result().last_seq
     assert len(await claim_log.read_claim(claim_id)) == len(events)
+
+
+async def test_with_a_window_of_one_each_append_waits_for_the_last_acknowledgement(claim_log: ClaimLog):
+    claims = [random_claim_id() for _ in range(20)]
+    async with claim_log.pipeline(window=1) as pipeline:
+        futures = []
+        for claim_id in claims:
+            futures.append(await pipeline.submit(claim_id, [drafted(claim_id)], expected_seq=0, prev_hash=None))
+            assert all(f.done() for f in futures[:-1])  # the slot came back only with the previous acknowledgement
+    assert [f.result().last_seq for f in futures] == sorted(f.result().last_seq for f in futures)
+
+
+async def test_an_append_no_stream_stores_fails_at_once_with_why(nats_url: str):
+    nc = await connect(nats_url)  # no stream created on this server
+    try:
+        claim_id = random_claim_id()
+        async with ClaimLog(nc, StreamSpec("CLAIMS")).pipeline() as pipeline:
+            future = await pipeline.submit(claim_id, [drafted(claim_id)], expected_seq=0, prev_hash=None)
+            with pytest.raises(PublishError, match=f"no stream stores the events of {claim_id}"):
+                await asyncio.wait_for(future, 10)  # before: the future was never resolved
+    finally:
+        await nc.close()

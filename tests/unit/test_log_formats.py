@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from nats.aio.client import Client
 
-from services.log import LogError
+from services.log import LogError, PublishError
 from services.log.connection import RESTORED_TIME, FastHeadersClient, RawHeaders, encode_headers
 from services.log.consumer import Delivery, _position
 from services.log.reader import parse_store_time, store_time_from_ns
+from services.log.writer import parse_ack
 
 
 def test_store_times_agree_whether_read_as_text_or_as_nanoseconds():
@@ -119,3 +120,12 @@ async def test_an_encoded_header_block_goes_out_as_nats_py_sends_the_dictionary(
 def test_a_header_that_would_break_the_block_is_refused(headers: dict):
     with pytest.raises(ValueError, match="cannot be sent"):
         encode_headers(headers)
+
+
+def test_a_reply_that_is_no_acknowledgement_says_why():
+    assert parse_ack(b'{"stream":"CLAIMS","seq":7}', None, "CLM-0338") == {"stream": "CLAIMS", "seq": 7}
+    with pytest.raises(PublishError, match="no stream stores the events of CLM-0338"):
+        parse_ack(b"", RawHeaders(b"NATS/1.0 503\r\n\r\n"), "CLM-0338")
+    for data in (b"", b"[1]", b"\xff"):
+        with pytest.raises(PublishError, match="is not an acknowledgement"):
+            parse_ack(data, RawHeaders(None), "CLM-0338")
