@@ -243,8 +243,10 @@ class ClaimReader:
             done.set_result(False)
         elif status == "204":
             done.set_result(int(headers.get("Nats-Num-Pending", "0")) > 0)
+        elif status == "503":  # no responders: nothing serves the stream's direct gets
+            done.set_exception(LogError(f"reading from {self._stream} failed: no stream {self._stream} on this NATS server (503)"))
         else:
-            done.set_exception(LogError(f"reading from {self._stream} failed: {status} {headers.get('Description')}"))
+            done.set_exception(LogError(f"reading from {self._stream} failed: {status} {headers.get('Description') or ''}".rstrip()))
 
 
 def _batch(start: int, last: int | None) -> int:

@@ -10,7 +10,7 @@ import pytest
 import services.log.reader as reader
 from events import encode
 from events.subjects import event_subject
-from services.log import ClaimLog, StoredEvent
+from services.log import ClaimLog, LogError, StoredEvent, StreamSpec, connect
 from services.log.chain import chain
 from services.log.reader import RESTORED_TIME, ClaimReader, read_claim
 from tests.builders import attached, drafted
@@ -90,3 +90,14 @@ async def test_any_nats_py_client_reads_a_claim_as_claimlogs_connections_do(clai
             assert await other.read(random_claim_id()) == []
     finally:
         await plain.close()
+
+
+async def test_reading_from_a_server_without_the_stream_says_so(nats_url: str):
+    nc = await connect(nats_url)  # no stream created on this server
+    try:
+        log = ClaimLog(nc, StreamSpec("CLAIMS"))
+        for read in (lambda: log.read_claim("CLM-0338"), lambda: log.read_log(after_seq=0, limit=10)):
+            with pytest.raises(LogError, match=r"reading from CLAIMS failed: no stream CLAIMS on this NATS server \(503\)"):
+                await read()
+    finally:
+        await nc.close()
