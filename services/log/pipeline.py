@@ -92,7 +92,7 @@ class Pipeline:
             return
         future, (claim_id, events, expected_seq, count, last_hash) = entry
         try:
-            ack = parse_ack(data, headers, claim_id)
+            ack = parse_ack(data, headers, f"the append to {claim_id}")
             future.set_result(interpret_ack(ack, claim_id, expected_seq, count=count, last_hash=last_hash))
         except (ConflictError, AlreadyStored) as refusal:
             task = asyncio.create_task(self._resolve_refusal(future, refusal, claim_id, events, expected_seq))

@@ -118,20 +118,21 @@ async def _request(nc: Client, subject: str, data: bytes, headers: dict[str, str
             f"no acknowledgement for {subject} within {timeout}s: the events may or may not be stored; "
             "retry the same events (their ids make a retry safe)"
         ) from None
-    return parse_ack(reply.data, reply.headers, subject)
+    return parse_ack(reply.data, reply.headers, f"the append to {subject}")
 
 
 def parse_ack(data: bytes, headers: object, what: str) -> dict:
-    """An acknowledgement's JSON; a reply that is none (a 503 status: no stream stores the subject) is a PublishError."""
+    """An acknowledgement's JSON; a reply that is none (a 503 status: no stream stores the subject) is a
+    PublishError saying ``what`` was not stored ("the append to CLM-0338", "the event for sequence 7")."""
     try:
         ack = json.loads(data)
     except ValueError:
         status = headers.get("Status") if headers else None  # RawHeaders or nats-py's dict
         if status == "503":
-            raise PublishError(f"no stream stores the events of {what}: is the claim stream created?") from None
-        raise PublishError(f"the answer to the append of {what} is not an acknowledgement: {data[:200]!r}") from None
+            raise PublishError(f"{what} was not stored: no stream stores its subject (is the claim stream created?)") from None
+        raise PublishError(f"{what}: the server's answer is not an acknowledgement: {data[:200]!r}") from None
     if not isinstance(ack, dict):
-        raise PublishError(f"the answer to the append of {what} is not an acknowledgement: {data[:200]!r}")
+        raise PublishError(f"{what}: the server's answer is not an acknowledgement: {data[:200]!r}")
     return ack
 
 

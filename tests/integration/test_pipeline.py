@@ -61,7 +61,7 @@ async def test_an_append_no_stream_stores_fails_at_once_with_why(nats_url: str):
         claim_id = random_claim_id()
         async with ClaimLog(nc, StreamSpec("CLAIMS")).pipeline() as pipeline:
             future = await pipeline.submit(claim_id, [drafted(claim_id)], expected_seq=0, prev_hash=None)
-            with pytest.raises(PublishError, match=f"no stream stores the events of {claim_id}"):
+            with pytest.raises(PublishError, match=f"the append to {claim_id} was not stored: no stream stores its subject"):
                 await asyncio.wait_for(future, 10)  # before: the future was never resolved
     finally:
         await nc.close()

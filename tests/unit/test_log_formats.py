@@ -123,9 +123,10 @@ def test_a_header_that_would_break_the_block_is_refused(headers: dict):
 
 
 def test_a_reply_that_is_no_acknowledgement_says_why():
-    assert parse_ack(b'{"stream":"CLAIMS","seq":7}', None, "CLM-0338") == {"stream": "CLAIMS", "seq": 7}
-    with pytest.raises(PublishError, match="no stream stores the events of CLM-0338"):
-        parse_ack(b"", RawHeaders(b"NATS/1.0 503\r\n\r\n"), "CLM-0338")
+    what = "the append to CLM-0338"
+    assert parse_ack(b'{"stream":"CLAIMS","seq":7}', None, what) == {"stream": "CLAIMS", "seq": 7}
+    with pytest.raises(PublishError, match="the append to CLM-0338 was not stored: no stream stores its subject"):
+        parse_ack(b"", RawHeaders(b"NATS/1.0 503\r\n\r\n"), what)
     for data in (b"", b"[1]", b"\xff"):
-        with pytest.raises(PublishError, match="is not an acknowledgement"):
-            parse_ack(data, RawHeaders(None), "CLM-0338")
+        with pytest.raises(PublishError, match="the append to CLM-0338: the server's answer is not an acknowledgement"):
+            parse_ack(data, RawHeaders(None), what)
