@@ -27,7 +27,6 @@ class Diff:
         return not (self.tables_differing or self.claims_changed or self.claims_only_new or self.claims_only_old)
 
 
-
 def compare(old: Engine, new: Engine, *, limit: int = 50) -> Diff:
     """Table checksums and, for claim pages, which claims' pages differ and in which fields.
 

@@ -64,8 +64,7 @@ async def open_log(
     """
     async with nats_server(settings, role=role) as url:
         if role == "writer" and not settings.nats_url:
-            async with open_log(settings, client_name=f"{client_name}-stream", role="admin"):
-                pass
+            await ensure_log(settings)
         nc = await connect(url, name=client_name, first_connect_seconds=settings.nats_connect_seconds)
         try:
             claim_log = ClaimLog(nc, stream_spec(settings))
@@ -90,7 +89,8 @@ async def ready(claim_log: ClaimLog, *, create: bool = True) -> None:
 
 
 async def ensure_log(settings: Settings) -> None:
-    """Create or verify the stream as admin (``claimlog up``, and the deploy's one-shot ``stream`` service)."""
+    """Create or verify the stream as admin (``claimlog up``, ``claimlog ingest`` on the embedded default, and the
+    deploy's one-shot ``stream`` service)."""
     async with open_log(settings, client_name="claimlog-stream", role="admin") as claim_log:
         if settings.nats_url:  # a server claimlog did not configure: ask it (as admin, once) whether it syncs
             await warn_if_server_not_synced(claim_log.nc)

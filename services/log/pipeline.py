@@ -40,6 +40,8 @@ class Pipeline:
         self._sub = None
         self._counter = 0
         self._followups: set[asyncio.Task] = set()
+        # claimlog's connections send a header block encoded once; any other client gets nats-py's dictionary.
+        self._encode = encode_headers if isinstance(nc, FastHeadersClient) else dict
 
     async def __aenter__(self) -> Pipeline:
         self._sub = await subscribe_plain(self._nc, f"{self._prefix}.*", self._on_ack)
@@ -62,11 +64,10 @@ class Pipeline:
         token = str(self._counter)
         future: asyncio.Future[Appended] = asyncio.get_running_loop().create_future()
         self._pending[token] = (future, (claim_id, events, expected_seq, len(linked), event_hash(linked[-1][1])))
-        encode = encode_headers if isinstance(self._nc, FastHeadersClient) else dict
         for subject, data, headers in messages[:-1]:
-            await self._nc.publish(subject, data, headers=encode(headers))
+            await self._nc.publish(subject, data, headers=self._encode(headers))
         subject, data, headers = messages[-1]
-        await self._nc.publish(subject, data, reply=f"{self._prefix}.{token}", headers=encode(headers))
+        await self._nc.publish(subject, data, reply=f"{self._prefix}.{token}", headers=self._encode(headers))
         return future
 
     async def drain(self, timeout: float = ACK_TIMEOUT) -> None:

@@ -11,7 +11,7 @@ from projections.claim_page import fold
 from projections.page_model import PAGE
 from projections.registry import build_projections
 from projections.tables import claim_pages, unreadable_events
-from services.log import ClaimLog
+from services.log import Appended, ClaimLog
 from services.projector import FencingError, Projector
 from services.read_api.queries import claim_page
 from tests.builders import attached, drafted, history, withdrawn
@@ -24,9 +24,10 @@ async def project_all(claim_log: ClaimLog, engine: Engine, *, batch: int = 1000,
     return projector
 
 
-async def append_history(claim_log: ClaimLog, claim_id: str, events=None) -> None:
+async def append_history(claim_log: ClaimLog, claim_id: str, events=None) -> Appended:
+    """Append ``events`` (the claim's whole history by default) after whatever the claim already has."""
     head = await claim_log.claim_head(claim_id)
-    await claim_log.append(claim_id, events or history(claim_id), expected_seq=head.seq, prev_hash=head.hash)
+    return await claim_log.append(claim_id, events or history(claim_id), expected_seq=head.seq, prev_hash=head.hash)
 
 
 async def test_the_page_shows_what_the_log_says(claim_log: ClaimLog, engine: Engine, claim_id: str):

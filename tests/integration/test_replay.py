@@ -21,13 +21,13 @@ from projections.registry import build_projections
 from projections.tables import checkpoints, claim_pages, unreadable_events
 from services.generations import Generations
 from services.log import ClaimLog
-from services.projector import Projector
 from services.read_api.listing_sql import ClaimFilters, claim_listing
 from services.read_api.server import build_app
 from services.replay import rebuild_generation, rebuild_if_stale, stale_projections
 from services.settings import Settings
 from tests.builders import attached, history, reviewed
 from tests.conftest import random_claim_id
+from tests.integration.live_projection import assert_equals_a_full_rebuild, live_projector, until
 from tests.integration.test_projector import append_history, project_all
 
 
@@ -107,14 +107,6 @@ async def test_the_api_serves_every_request_while_a_replay_builds_and_switches(
     claim_log: ClaimLog, engine: Engine, generations: Generations, settings: Settings, unused_tcp_port: int
 ):
     claims = [random_claim_id() for _ in range(30)]
-    for claim_id in claims:
-        await append_history(claim_log, claim_id)
-    live_stop = asyncio.Event()
-    live = Projector(claim_log, engine, build_projections(), name="live", batch=100, generations=generations)
-    live_task = asyncio.create_task(live.run(live_stop))
-    head = await claim_log.head()
-    await _until(lambda: live.checkpoint == head)
-
     statuses: Counter[int] = Counter()
     hammering = asyncio.Event()
 
@@ -130,44 +122,35 @@ async def test_the_api_serves_every_request_while_a_replay_builds_and_switches(
     async def keep_writing() -> None:
         for i in range(20):
             claim_id = claims[i % len(claims)]
-            head = await claim_log.claim_head(claim_id)
-            await claim_log.append(claim_id, [attached(claim_id, f"x{i}")], expected_seq=head.seq, prev_hash=head.hash)
+            await append_history(claim_log, claim_id, [attached(claim_id, f"x{i}")])
             await asyncio.sleep(0.05)
 
-    async with ApiThread(settings, generations, unused_tcp_port) as api:
-        base = f"http://127.0.0.1:{unused_tcp_port}"
-        hammers = [asyncio.create_task(hammer(base)) for _ in range(3)]
-        writer = asyncio.create_task(keep_writing())
-        await asyncio.sleep(0.3)
-        rebuilt = await rebuild_generation(settings, generations)
-        await writer
-        await _until(lambda: api.app.state.generation == rebuilt.generation and live.generation == rebuilt.generation)
-        # After the switch the projector keeps the new tables live: a new event shows there.
-        claim_id = claims[0]
-        head = await claim_log.claim_head(claim_id)
-        appended = await claim_log.append(claim_id, [reviewed(claim_id, "late")], expected_seq=head.seq, prev_hash=head.hash)
-        async with httpx.AsyncClient(base_url=base) as client:
-            page = (await client.get(f"/claims/{claim_id}", params={"after": appended.last_seq})).json()
-        await asyncio.sleep(0.3)
-        hammering.set()
-        await asyncio.gather(*hammers)
+    async with live_projector(claim_log, engine, generations, claims, batch=100) as live:
+        head = await claim_log.head()
+        await until(lambda: live.checkpoint == head)
+        async with ApiThread(settings, generations, unused_tcp_port) as api:
+            base = f"http://127.0.0.1:{unused_tcp_port}"
+            hammers = [asyncio.create_task(hammer(base)) for _ in range(3)]
+            writer = asyncio.create_task(keep_writing())
+            await asyncio.sleep(0.3)
+            rebuilt = await rebuild_generation(settings, generations)
+            await writer
+            await until(lambda: api.app.state.generation == rebuilt.generation and live.generation == rebuilt.generation)
+            # After the switch the projector keeps the new tables live: a new event shows there.
+            claim_id = claims[0]
+            appended = await append_history(claim_log, claim_id, [reviewed(claim_id, "late")])
+            async with httpx.AsyncClient(base_url=base) as client:
+                page = (await client.get(f"/claims/{claim_id}", params={"after": appended.last_seq})).json()
+            await asyncio.sleep(0.3)
+            hammering.set()
+            await asyncio.gather(*hammers)
 
-    live_stop.set()
-    await live_task
     assert set(statuses) == {200}, statuses
     assert sum(statuses.values()) > 100
     assert rebuilt.replaced == 0 and live.generation == rebuilt.generation
     assert page["as_of_seq"] == appended.last_seq and any(r["review_id"] == "late" for r in page["reviews"])
     # What the projector kept live after the switch equals another clean rebuild of the whole log.
-    check = await rebuild_generation(settings, generations, switch=False)
-    with generations.engine(rebuilt.generation).connect() as kept, generations.engine(check.generation).connect() as clean:
-        assert table_checksums(kept) == table_checksums(clean)
-
-
-async def _until(condition, timeout: float = 30.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.05)
+    await assert_equals_a_full_rebuild(settings, generations, rebuilt.generation)
 
 
 async def test_a_projector_starting_on_tables_of_an_older_projection_version_rebuilds_them(
@@ -198,8 +181,7 @@ async def test_a_parallel_rebuild_by_share_of_claims_equals_the_live_tables(
     for claim_id in claims:  # interleaved: every claim's history appended a few events at a time
         await append_history(claim_log, claim_id, history(claim_id)[:3])
     for claim_id in claims:
-        head = await claim_log.claim_head(claim_id)
-        await claim_log.append(claim_id, history(claim_id)[3:], expected_seq=head.seq, prev_hash=head.hash)
+        await append_history(claim_log, claim_id, history(claim_id)[3:])
     raw = await nats.connect(nats_url)  # and an event no projection can read, published around the API
     await raw.jetstream().publish(f"claims.{claims[0]}.ClaimDrafted", b"not an event")
     await raw.close()

@@ -19,18 +19,17 @@ from projections.registry import build_projections
 from projections.tables import checkpoints, claim_pages, contributor_activity
 from services.generations import Generations
 from services.log import ClaimLog
-from services.projector import Projector
 from services.projector.parking import parked_rows
 from services.read_api.listing_sql import ClaimFilters, claim_listing
 from services.replay import rebuild_generation, rebuild_if_stale
 from services.settings import Settings
 from tests.builders import corrected
 from tests.conftest import random_claim_id
+from tests.integration.live_projection import assert_equals_a_full_rebuild, live_projector, until
 from tests.integration.test_parking import poison
 from tests.integration.test_projector import append_history, project_all
 
 CONTRIBUTORS = [t.name for t in ContributorsProjection.tables]
-
 
 
 async def live_tables_built_by_other_code(claim_log: ClaimLog, engine: Engine) -> tuple[list[str], str]:
@@ -130,32 +129,21 @@ async def test_the_copy_is_one_moment_of_tables_a_live_projector_keeps_writing(
     claim_log: ClaimLog, engine: Engine, generations: Generations, settings: Settings
 ):
     claims = [random_claim_id() for _ in range(20)]
-    for claim_id in claims:
-        await append_history(claim_log, claim_id)
-    stop = asyncio.Event()
-    live = Projector(claim_log, engine, build_projections(), name="live", batch=10, generations=generations)
-    running = asyncio.create_task(live.run(stop))
 
     async def keep_writing() -> None:
         for i in range(40):
-            claim_id = claims[i % len(claims)]
-            head = await claim_log.claim_head(claim_id)
             # A correction counts once more each time it is applied: copied rows and a checkpoint from two
             # different moments would count some twice.
-            await claim_log.append(claim_id, [corrected(claim_id, "s1", measured=f"Remeasured {i}.")], expected_seq=head.seq, prev_hash=head.hash)
+            claim_id = claims[i % len(claims)]
+            await append_history(claim_log, claim_id, [corrected(claim_id, "s1", measured=f"Remeasured {i}.")])
             await asyncio.sleep(0.01)
 
-    writer = asyncio.create_task(keep_writing())
-    await asyncio.sleep(0.1)
-    rebuilt = await rebuild_generation(settings, generations, projections=["claim_pages"])
-    await writer
-    head = await claim_log.head()
-    async with asyncio.timeout(30):
-        while live.generation != rebuilt.generation or live.checkpoint < head:
-            await asyncio.sleep(0.05)
-    stop.set()
-    await running
+    async with live_projector(claim_log, engine, generations, claims, batch=10) as live:
+        writer = asyncio.create_task(keep_writing())
+        await asyncio.sleep(0.1)
+        rebuilt = await rebuild_generation(settings, generations, projections=["claim_pages"])
+        await writer
+        head = await claim_log.head()
+        await until(lambda: live.generation == rebuilt.generation and live.checkpoint >= head)
 
-    full = await rebuild_generation(settings, generations, switch=False)
-    with generations.engine(rebuilt.generation).connect() as kept, generations.engine(full.generation).connect() as clean:
-        assert table_checksums(kept) == table_checksums(clean)
+    await assert_equals_a_full_rebuild(settings, generations, rebuilt.generation)
