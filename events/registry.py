@@ -62,14 +62,10 @@ def decode(data: bytes) -> Event:
         if upcast is raw:
             raise UnknownEventError(_describe(raw, fast_path_error)) from None
         return _validate(upcast)
-    if _stored_version(event) == CURRENT_VERSION[event.type]:
-        return event
+    version = event.schema_version
+    if version == CURRENT_VERSION[event.type] and (version == 1 or "schema_version" in event.model_fields_set):
+        return event  # stored at the version this code writes (1, the default, whether written or not)
     return _validate(_upcast(_parse_object(data)))
-
-
-def _stored_version(event: Event) -> int:
-    # Stored without a schema_version, an event is version 1, whatever its class's default is now.
-    return event.schema_version if "schema_version" in event.model_fields_set else 1
 
 
 def _validate(raw: dict[str, Any]) -> Event:

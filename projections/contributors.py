@@ -37,8 +37,13 @@ class ContributorsProjection:
         if not records:
             return
         (append_rows if self._bulk else insert_new)(conn, contributor_activity, [activity_row(r) for r in records])
-        sources = self._load(conn, contributor_sources, "source_id", records, (SourceCorrected, SourceWithdrawn))
-        disagreements = self._load(conn, contributor_disagreements, "disagreement_id", records, (DisagreementResolved,))
+        acted_on: dict[type, set] = {SourceCorrected: set(), SourceWithdrawn: set(), DisagreementResolved: set()}
+        for record in records:  # one pass over the batch for both lookups
+            event = record.event
+            if (keys := acted_on.get(type(event))) is not None:
+                keys.add((event.claim_id, getattr(event, _subject_field(event.type))))
+        sources = self._load(conn, contributor_sources, "source_id", acted_on[SourceCorrected] | acted_on[SourceWithdrawn])
+        disagreements = self._load(conn, contributor_disagreements, "disagreement_id", acted_on[DisagreementResolved])
         loaded_sources, loaded_disagreements = set(sources), set(disagreements)
         for record in records:
             event = record.event
@@ -76,9 +81,8 @@ class ContributorsProjection:
         """Nothing is kept in memory between batches."""
 
     @staticmethod
-    def _load(conn: Connection, table, id_column: str, records: Sequence[Record], acting: tuple[type, ...]) -> dict:
-        """Rows of the things this batch acts on that earlier batches created."""
-        keys = {(r.event.claim_id, getattr(r.event, id_column)) for r in records if isinstance(r.event, acting)}
+    def _load(conn: Connection, table, id_column: str, keys: set[tuple[str, str]]) -> dict:
+        """Rows of the things this batch acts on (``keys``: claim and id) that earlier batches created."""
         rows: dict = {}
         # By claim (the primary key's first column), one cached statement: a query naming each
         # (claim, id) pair compiled anew for every batch and cost a quarter of the projector's time.
@@ -94,16 +98,16 @@ class ContributorsProjection:
 def activity_row(record: Record) -> dict:
     """One line of the acting actor's activity."""
     event = record.event
+    actor = event.actor
     field = _subject_field(event.type)
-    subject = getattr(event, field) if field else None
     return {
         "seq": record.seq,
-        "actor_id": event.actor.id,
-        "actor_kind": event.actor.kind.value,
-        "actor_model": event.actor.model,
+        "actor_id": actor.id,
+        "actor_kind": actor.kind.value,
+        "actor_model": actor.model,
         "claim_id": event.claim_id,
         "event_type": event.type,
-        "subject_id": subject,
+        "subject_id": getattr(event, field) if field else None,
         "at": record.at,
     }
 

@@ -45,7 +45,8 @@ class Delivery:
     @property
     def stored_at(self) -> datetime:
         """When the event entered the log (computed on demand: not every reader needs it)."""
-        return time_stored(*self.stamp())
+        restored = self.headers.get(RESTORED_TIME) if self.headers else None
+        return time_stored(self.stored_ns, restored)
 
     def stamp(self) -> tuple[int, str | None]:
         """The server's store time in Unix nanoseconds, and an imported event's restored store time
