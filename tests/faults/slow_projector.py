@@ -21,10 +21,10 @@ def slowed(per_batch: float, duration: float):
     original = Projector._commit
     until = time.monotonic() + duration
 
-    def commit(self, deliveries):
+    def commit(self, *batch):
         if time.monotonic() < until:
             time.sleep(per_batch)
-        return original(self, deliveries)
+        return original(self, *batch)
 
     return commit
 
