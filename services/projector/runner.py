@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import nats.errors
 import nats.js.errors
-from sqlalchemy import Connection, Engine, bindparam, insert, select, update
+from sqlalchemy import Connection, Engine, RootTransaction, bindparam, insert, select, update
 from sqlalchemy.exc import OperationalError
 
 from events import UnknownEventError, decode
@@ -235,7 +235,7 @@ class Projector:
                 # The commit is the database's own work with the GIL released (SQLite writing its
                 # log, PostgreSQL's round trip): meanwhile the event loop reads the next batch off the
                 # socket. (Leaving the block without it rolls the transaction back.)
-                await _in_thread(transaction.commit)
+                await _in_thread(lambda: _commit_or_roll_back(transaction))
         except NEVER_PARK:
             raise
         except Exception as failure:
@@ -291,6 +291,16 @@ def claim_partition(subject: str, parts: int) -> int:
     """Which of ``parts`` partitions a stored event's claim falls in (by the claim id in its subject)."""
     claim = subject.split(".", 2)[1] if subject.count(".") >= 1 else subject
     return zlib.crc32(claim.encode()) % parts
+
+
+def _commit_or_roll_back(transaction: RootTransaction) -> None:
+    """Commit; if that fails, roll back, as ``engine.begin()`` does (a PostgreSQL connection would
+    otherwise go back to the pool inside its failed transaction)."""
+    try:
+        transaction.commit()
+    except BaseException:
+        transaction.rollback()
+        raise
 
 
 async def _in_thread(call: Callable[[], object]) -> None:

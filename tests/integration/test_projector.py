@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, event, func, select
+from sqlalchemy.exc import OperationalError
 
 from projections.base import Record
 from projections.checksum import table_checksums
@@ -73,6 +76,30 @@ async def test_a_redelivered_batch_is_not_applied_twice(claim_log: ClaimLog, eng
     await projector._apply(redelivering, deliveries)
     with engine.connect() as conn:
         assert table_checksums(conn) == before
+
+
+async def test_a_batch_whose_commit_fails_is_applied_again_though_nothing_more_arrives(
+    claim_log: ClaimLog, engine: Engine, claim_id: str
+):
+    """The batch commits in a worker thread while the loop waits for the next one: its failure must
+    not wait for more events to surface, or the projector would stand still until the next append."""
+    appended = await append_history(claim_log, claim_id)
+    failed = []
+
+    def fail_the_first_batch_commit(_conn) -> None:
+        if not failed and threading.current_thread().name.startswith("projector-commit"):
+            failed.append(True)
+            raise OperationalError("COMMIT", {}, Exception("injected: the database went away"))
+
+    event.listen(engine, "commit", fail_the_first_batch_commit)
+    try:
+        projector = Projector(claim_log, engine, build_projections(), name="projector", batch=1000)
+        await projector.run_until(appended.last_seq, timeout=20)
+    finally:
+        event.remove(engine, "commit", fail_the_first_batch_commit)
+    assert failed
+    with engine.connect() as conn:
+        assert claim_page(conn, claim_id).as_of_seq == appended.last_seq
 
 
 async def test_a_second_projector_writing_the_same_tables_is_fenced_off(claim_log: ClaimLog, engine: Engine, claim_id: str):
