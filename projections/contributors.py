@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, Table, bindparam, select
 
 from events.disagreement import DisagreementFiled, DisagreementResolved
 from events.source import SourceAttached, SourceCorrected, SourceWithdrawn
@@ -23,7 +23,8 @@ class ContributorsProjection:
     """Activity per actor, and sources and disagreements by who brought them."""
 
     name = "contributors"
-    version = 1
+    # 2: a second attach of a source (or filing of a disagreement) keeps what became of the first
+    version = 2
     tables = (contributor_activity, contributor_sources, contributor_disagreements)
 
     def __init__(self, *, bulk: bool = False) -> None:
@@ -37,13 +38,16 @@ class ContributorsProjection:
         if not records:
             return
         (append_rows if self._bulk else insert_new)(conn, contributor_activity, [activity_row(r) for r in records])
-        acted_on: dict[type, set] = {SourceCorrected: set(), SourceWithdrawn: set(), DisagreementResolved: set()}
+        # Every source and disagreement the batch names is read first, so that a second attach or
+        # filing of one (a producer writing to the log directly can) keeps what became of the first,
+        # as the page does, whichever batch the first was applied in.
+        named: dict[Table, set] = {table: set() for table in (contributor_sources, contributor_disagreements)}
         for record in records:  # one pass over the batch for both lookups
             event = record.event
-            if (keys := acted_on.get(type(event))) is not None:
-                keys.add((event.claim_id, getattr(event, _subject_field(event.type))))
-        sources = self._load(conn, contributor_sources, "source_id", acted_on[SourceCorrected] | acted_on[SourceWithdrawn])
-        disagreements = self._load(conn, contributor_disagreements, "disagreement_id", acted_on[DisagreementResolved])
+            if (table := _NAMED_IN.get(type(event))) is not None:
+                named[table].add((event.claim_id, getattr(event, _subject_field(event.type))))
+        sources = self._load(conn, contributor_sources, "source_id", named[contributor_sources])
+        disagreements = self._load(conn, contributor_disagreements, "disagreement_id", named[contributor_disagreements])
         loaded_sources, loaded_disagreements = set(sources), set(disagreements)
         for record in records:
             event = record.event
@@ -68,9 +72,8 @@ class ContributorsProjection:
         self._write(conn, contributor_disagreements, disagreements, loaded_disagreements)
 
     def _write(self, conn: Connection, table, rows: dict, loaded: set) -> None:
-        """Upsert the rows; in bulk on PostgreSQL, COPY those this batch created. (A second attach of a
-        source an earlier batch created then fails the COPY, and the rebuild folds that share again
-        writing through, as after any failure of a bulk fold.)"""
+        """Upsert the rows; in bulk on PostgreSQL, COPY those this batch created (every row the batch
+        names was read first, so those not read are new)."""
         if not self._bulk or conn.dialect.name != "postgresql":
             upsert(conn, table, list(rows.values()))
             return
@@ -82,7 +85,7 @@ class ContributorsProjection:
 
     @staticmethod
     def _load(conn: Connection, table, id_column: str, keys: set[tuple[str, str]]) -> dict:
-        """Rows of the things this batch acts on (``keys``: claim and id) that earlier batches created."""
+        """The rows of ``keys`` (claim and id) that earlier batches created."""
         rows: dict = {}
         # By claim (the primary key's first column), one cached statement: a query naming each
         # (claim, id) pair compiled anew for every batch and cost a quarter of the projector's time.
@@ -111,6 +114,12 @@ def activity_row(record: Record) -> dict:
         "at": record.at,
     }
 
+
+# The table keeping what an event names, for the events that create or change a row there.
+_NAMED_IN = {
+    SourceAttached: contributor_sources, SourceCorrected: contributor_sources, SourceWithdrawn: contributor_sources,
+    DisagreementFiled: contributor_disagreements, DisagreementResolved: contributor_disagreements,
+}
 
 # Which id names what an event acted on, by the event family (its type's first word).
 SUBJECT_FIELDS = (("Source", "source_id"), ("Disagreement", "disagreement_id"), ("Review", "review_id"))

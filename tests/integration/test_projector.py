@@ -13,11 +13,11 @@ from projections.checksum import table_checksums
 from projections.claim_page import fold
 from projections.page_model import PAGE
 from projections.registry import build_projections
-from projections.tables import claim_pages, unreadable_events
+from projections.tables import claim_pages, contributor_disagreements, contributor_sources, unreadable_events
 from services.log import Appended, ClaimLog
 from services.projector import FencingError, Projector
 from services.read_api.queries import claim_page
-from tests.builders import attached, drafted, history, withdrawn
+from tests.builders import attached, drafted, filed, history, resolved, withdrawn
 from tests.conftest import random_claim_id
 
 
@@ -61,6 +61,27 @@ async def test_live_projection_in_small_batches_equals_a_clean_replay(
     with engine.connect() as live, replay_engine.connect() as replayed:
         assert table_checksums(live) == table_checksums(replayed)
         assert live.execute(select(func.count()).select_from(claim_pages)).scalar() == 5
+
+
+async def test_a_source_attached_twice_keeps_its_fate_however_the_log_is_batched(
+    claim_log: ClaimLog, engine: Engine, replay_engine: Engine, claim_id: str
+):
+    """A producer writing to the log directly can attach a source id twice: the page ignores the
+    second attach, and so must the contributors' record of that source, whether or not the first
+    attach and its withdrawal were applied in an earlier batch."""
+    await append_history(claim_log, claim_id, [drafted(claim_id), attached(claim_id, "s1"), filed(claim_id, "d1")])
+    await project_all(claim_log, engine)
+    await append_history(claim_log, claim_id, [withdrawn(claim_id, "s1"), resolved(claim_id, "d1")])
+    await project_all(claim_log, engine)
+    await append_history(claim_log, claim_id, [attached(claim_id, "s1", "contradicts"), filed(claim_id, "d1")])
+    await project_all(claim_log, engine)
+    await project_all(claim_log, replay_engine, name="replay")
+    with engine.connect() as live, replay_engine.connect() as replayed:
+        assert table_checksums(live) == table_checksums(replayed)
+        row = live.execute(select(contributor_sources).where(contributor_sources.c.claim_id == claim_id)).one()
+        outcome = live.execute(select(contributor_disagreements.c.outcome).where(contributor_disagreements.c.claim_id == claim_id)).scalar()
+    assert (row.relation, row.withdrawn) == ("validates", True)
+    assert outcome == "upheld"
 
 
 async def test_a_redelivered_batch_is_not_applied_twice(claim_log: ClaimLog, engine: Engine, claim_id: str):
