@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from sqlalchemy import Connection, Table
 
 from events import Event
 
 
-@dataclass(frozen=True)
-class Record:
-    """An event at its place in the log."""
+class Record(NamedTuple):
+    """An event at its place in the log. (A named tuple: immutable, and built in half the time of a
+    frozen dataclass, once per event the projector applies.)"""
 
     seq: int
     at: datetime

@@ -12,8 +12,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from nats.aio.client import Client
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, ReplayPolicy
@@ -31,16 +31,19 @@ PREFETCH_BATCHES = 2
 Frame = tuple[str, str, bytes, "RawHeaders | dict[str, str]"]  # subject, reply (the ack subject), data, headers
 
 
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """One event delivered to the consumer."""
+class Delivery(NamedTuple):
+    """One event delivered to the consumer. (A named tuple: immutable, and built in a third of the
+    time of a frozen dataclass, once per event received.)"""
 
     seq: int
     stored_ns: int  # the server's store time in Unix nanoseconds (an imported event's own is a header)
     subject: str
-    data: bytes = field(repr=False)
-    reply: str = field(repr=False)
-    headers: RawHeaders | dict[str, str] | None = field(default=None, repr=False)
+    data: bytes
+    reply: str
+    headers: RawHeaders | dict[str, str] | None = None
+
+    def __repr__(self) -> str:
+        return f"Delivery(seq={self.seq!r}, stored_ns={self.stored_ns!r}, subject={self.subject!r})"
 
     @property
     def stored_at(self) -> datetime:
