@@ -82,6 +82,9 @@ class Projector:
             self._engine = generations.engine(self.generation)
         self.checkpoint = 0  # the last sequence committed, as the database has it
         self._parking = Parking()
+        # The thread this projector commits in, while it runs (its own: two projectors of one process,
+        # a rebuild's and the live one, must not queue behind each other's commits).
+        self._commit_thread: concurrent.futures.ThreadPoolExecutor | None = None
 
     def load_checkpoint(self) -> int:
         """The last sequence every projection has applied, registering new projections at 0."""
@@ -166,7 +169,15 @@ class Projector:
                 # Stopped by an error or a cancellation: let the batch in flight end (its commit
                 # holds the connection), whatever becomes of it.
                 await asyncio.wait([writing])
+            if self._commit_thread is not None:
+                self._commit_thread.shutdown()
+                self._commit_thread = None
             await consumer.stop()
+
+    def _committer(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._commit_thread is None:
+            self._commit_thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="projector-commit")
+        return self._commit_thread
 
     def _switched(self) -> bool:
         """Whether another generation became the active one; if so, write to it from now on."""
@@ -202,9 +213,9 @@ class Projector:
         fresh = [d for d in deliveries if d.seq > self.checkpoint and (self._stop_at is None or d.seq <= self._stop_at)]
         if fresh:
             try:
-                # On the event loop, not in a worker thread, but for the commit: the projector's loop
-                # has nothing else to do meanwhile, and two threads taking turns on the GIL for every
-                # statement cost 10-15% of throughput.
+                # The statements run on the event loop, not in a worker thread: two threads taking
+                # turns on the GIL for every statement cost 10-15% of throughput. Only the commit,
+                # one long release of the GIL, goes to a thread (``_commit``).
                 await self._commit(fresh, decoded)
             except CannotIsolateError:
                 raise  # forgetting would fail the same way
@@ -235,7 +246,7 @@ class Projector:
                 # The commit is the database's own work with the GIL released (SQLite writing its
                 # log, PostgreSQL's round trip): meanwhile the event loop reads the next batch off the
                 # socket. (Leaving the block without it rolls the transaction back.)
-                await _in_thread(lambda: _commit_or_roll_back(transaction))
+                await _in_thread(self._committer(), lambda: _commit_or_roll_back(transaction))
         except NEVER_PARK:
             raise
         except Exception as failure:
@@ -303,19 +314,15 @@ def _commit_or_roll_back(transaction: RootTransaction) -> None:
         raise
 
 
-async def _in_thread(call: Callable[[], object]) -> None:
+async def _in_thread(executor: concurrent.futures.Executor, call: Callable[[], object]) -> None:
     """Run a blocking call in a worker thread. A cancelled caller still waits for the call to end, so
     that the connection it uses is never in two threads at once."""
-    future = _COMMITTER.submit(call)
+    future = executor.submit(call)
     try:
         await asyncio.wrap_future(future)
     except asyncio.CancelledError:
         concurrent.futures.wait([future])
         raise
-
-
-# One thread for every projector of the process: a commit waits for the previous one anyway.
-_COMMITTER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="projector-commit")
 
 
 async def _sleep_unless(stop: asyncio.Event, delay: float) -> None:
