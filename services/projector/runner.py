@@ -23,6 +23,7 @@ from services.projector.parking import SYSTEMIC, Parking, isolate, lock_checkpoi
 
 log = logging.getLogger(__name__)
 BACKLOG_LINGER = 0.02  # seconds a batch may wait to fill while the projector is behind the log
+COMMIT_IN_THREAD_FROM = 200  # events in a batch from which its commit overlaps the next batch
 FOLLOW_EVERY = 1.0  # seconds between looks at which read-model generation is active
 # Failures that pass: the database or NATS is restarting. Anything else stops the projector.
 TRANSIENT = (OperationalError, nats.errors.Error, nats.js.errors.Error, LogError, TimeoutError)
@@ -243,10 +244,15 @@ class Projector:
                 for projection in self._projections:
                     projection.apply_batch(conn, applying)
                 self._finish(conn, unreadable, parked, new_checkpoint)
-                # The commit is the database's own work with the GIL released (SQLite writing its
-                # log, PostgreSQL's round trip): meanwhile the event loop reads the next batch off the
-                # socket. (Leaving the block without it rolls the transaction back.)
-                await _in_thread(self._committer(), lambda: _commit_or_roll_back(transaction))
+                # The commit of a large batch is the database's own work with the GIL released
+                # (SQLite writing its log, PostgreSQL's round trip): meanwhile the event loop receives
+                # and decodes the next batch. A small one (keeping up) commits here: handing it to a
+                # thread and back added 0.5 ms at p50, 3 at p90, to an event's way to the page.
+                # (Leaving the block without committing rolls the transaction back.)
+                if len(deliveries) >= COMMIT_IN_THREAD_FROM:
+                    await _in_thread(self._committer(), lambda: _commit_or_roll_back(transaction))
+                else:
+                    _commit_or_roll_back(transaction)
         except NEVER_PARK:
             raise
         except Exception as failure:

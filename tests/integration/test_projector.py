@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from sqlalchemy import Engine, event, func, select
 from sqlalchemy.exc import OperationalError
@@ -99,25 +97,35 @@ async def test_a_redelivered_batch_is_not_applied_twice(claim_log: ClaimLog, eng
         assert table_checksums(conn) == before
 
 
+@pytest.mark.parametrize("in_thread", [True, False], ids=["commit-in-thread", "commit-on-loop"])
 async def test_a_batch_whose_commit_fails_is_applied_again_though_nothing_more_arrives(
-    claim_log: ClaimLog, engine: Engine, claim_id: str
+    claim_log: ClaimLog, engine: Engine, claim_id: str, in_thread: bool, monkeypatch: pytest.MonkeyPatch
 ):
-    """The batch commits in a worker thread while the loop waits for the next one: its failure must
-    not wait for more events to surface, or the projector would stand still until the next append."""
+    """A batch is written while the loop waits for the next one: its failure must not wait for more
+    events to surface, or the projector would stand still until the next append. A failed commit is
+    rolled back where it ran (on PostgreSQL the connection would otherwise go back to the pool inside
+    its failed transaction)."""
+    monkeypatch.setattr("services.projector.runner.COMMIT_IN_THREAD_FROM", 1 if in_thread else 10**9)
     appended = await append_history(claim_log, claim_id)
     failed = []
 
-    def fail_the_first_batch_commit(_conn) -> None:
-        if not failed and threading.current_thread().name.startswith("projector-commit"):
+    def note_the_checkpoint_advance(conn, _cursor, statement: str, *_args) -> None:
+        if statement.startswith("UPDATE projection_checkpoints"):
+            conn.info["advanced"] = True  # only a batch's transaction moves the checkpoint
+
+    def fail_the_first_batch_commit(conn) -> None:
+        if conn.info.pop("advanced", False) and not failed:
             failed.append(True)
             raise OperationalError("COMMIT", {}, Exception("injected: the database went away"))
 
+    event.listen(engine, "before_cursor_execute", note_the_checkpoint_advance)
     event.listen(engine, "commit", fail_the_first_batch_commit)
     try:
         projector = Projector(claim_log, engine, build_projections(), name="projector", batch=1000)
         await projector.run_until(appended.last_seq, timeout=20)
     finally:
         event.remove(engine, "commit", fail_the_first_batch_commit)
+        event.remove(engine, "before_cursor_execute", note_the_checkpoint_advance)
     assert failed
     with engine.connect() as conn:
         assert claim_page(conn, claim_id).as_of_seq == appended.last_seq
