@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 
-from sqlalchemy import Connection, Table, bindparam, select
+from sqlalchemy import Connection, Select, Table, bindparam, select, tuple_
 
 from events.disagreement import DisagreementFiled, DisagreementResolved
 from events.source import SourceAttached, SourceCorrected, SourceWithdrawn
@@ -87,15 +87,20 @@ class ContributorsProjection:
     def _load(conn: Connection, table, id_column: str, keys: set[tuple[str, str]]) -> dict:
         """The rows of ``keys`` (claim and id) that earlier batches created."""
         rows: dict = {}
-        # By claim (the primary key's first column), one cached statement: a query naming each
-        # (claim, id) pair compiled anew for every batch and cost a quarter of the projector's time.
-        query = select(table).where(table.c.claim_id.in_(bindparam("claims", expanding=True)))
-        for chunk in chunks(sorted({claim for claim, _ in keys})):
-            for row in conn.execute(query, {"claims": chunk}):
-                key = (row.claim_id, getattr(row, id_column))
-                if key in keys:
-                    rows[key] = dict(row._mapping)
+        # By (claim, id) pairs, not by claim: a claim's other sources would come back too, and a live
+        # projector attaching to a claim with hundreds read them all at every attach (0.4 ms at p50
+        # of the latency bench). One statement, built once, its list expanded per execution: a query
+        # naming each pair compiled anew for every batch cost a quarter of the projector's time.
+        for chunk in chunks(sorted(keys)):
+            for row in conn.execute(_rows_of_keys(table, id_column), {"keys": chunk}):
+                rows[(row.claim_id, getattr(row, id_column))] = dict(row._mapping)
         return rows
+
+
+@cache
+def _rows_of_keys(table: Table, id_column: str) -> Select:
+    """``SELECT * FROM table WHERE (claim_id, <id>) IN (...)``, the pairs bound at execution."""
+    return select(table).where(tuple_(table.c.claim_id, table.c[id_column]).in_(bindparam("keys", expanding=True)))
 
 
 def activity_row(record: Record) -> dict:
