@@ -48,8 +48,7 @@ class Delivery(NamedTuple):
     @property
     def stored_at(self) -> datetime:
         """When the event entered the log (computed on demand: not every reader needs it)."""
-        restored = self.headers.get(RESTORED_TIME) if self.headers else None
-        return time_stored(self.stored_ns, restored)
+        return time_stored(*self.stamp())
 
     def stamp(self) -> tuple[int, str | None]:
         """The server's store time in Unix nanoseconds, and an imported event's restored store time

@@ -90,9 +90,7 @@ class Parking:
         Costs nothing unless the batch touches a parked claim; then the table is read again under the
         checkpoints' lock, since ``claimlog parked retry`` (another process) may have released it.
         """
-        if not self.claims:
-            return records, [], False
-        touched = {r.event.claim_id for r in records if r.event.claim_id in self.claims}
+        touched = {r.event.claim_id for r in records if r.event.claim_id in self.claims} if self.claims else None
         if not touched:
             return records, [], False
         lock_checkpoints(conn)
