@@ -15,7 +15,7 @@ from sqlalchemy import Connection, Select, Table, bindparam, select
 from events.disagreement import DisagreementFiled, DisagreementResolved
 from events.source import SourceAttached, SourceCorrected, SourceWithdrawn
 from projections.base import Record
-from projections.sql import append_rows, chunks, insert_new, upsert
+from projections.sql import append_rows, append_values, chunks, insert_new_values, upsert
 from projections.tables import contributor_activity, contributor_disagreements, contributor_sources
 
 
@@ -37,7 +37,7 @@ class ContributorsProjection:
         """One insert of the batch's activity and one upsert each of the sources and disagreements it touched."""
         if not records:
             return
-        (append_rows if self._bulk else insert_new)(conn, contributor_activity, [activity_row(r) for r in records])
+        (append_values if self._bulk else insert_new_values)(conn, contributor_activity, [activity_row(r) for r in records])
         # Every source and disagreement the batch names is read first, so that a second attach or
         # filing of one (a producer writing to the log directly can) keeps what became of the first,
         # as the page does, whichever batch the first was applied in.
@@ -109,21 +109,25 @@ def _rows_of(table: Table, id_column: str) -> Select:
     )
 
 
-def activity_row(record: Record) -> dict:
-    """One line of the acting actor's activity."""
+def activity_row(record: Record) -> tuple:
+    """One line of the acting actor's activity: the values of ``ACTIVITY_COLUMNS``, in that order."""
     event = record.event
     actor = event.actor
     field = _subject_field(event.type)
-    return {
-        "seq": record.seq,
-        "actor_id": actor.id,
-        "actor_kind": actor.kind.value,
-        "actor_model": actor.model,
-        "claim_id": event.claim_id,
-        "event_type": event.type,
-        "subject_id": getattr(event, field) if field else None,
-        "at": record.at,
-    }
+    return (
+        record.seq,
+        actor.id,
+        str(actor.kind),  # the kind's text (an enum's ``.value`` is a Python-level property)
+        actor.model,
+        event.claim_id,
+        event.type,
+        getattr(event, field) if field else None,
+        record.at,
+    )
+
+
+# The order of ``activity_row``'s values: the table's own (a unit test holds the two equal).
+ACTIVITY_COLUMNS = ("seq", "actor_id", "actor_kind", "actor_model", "claim_id", "event_type", "subject_id", "at")
 
 
 # The table keeping what an event names, for the events that create or change a row there.

@@ -49,17 +49,36 @@ def insert_new_statement(dialect_name: str, table: Table) -> Insert:
 def append_rows(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
     """Insert rows none of which can already be there (a rebuild worker's scratch place): PostgreSQL's
     COPY, which takes rows about ten times as fast as an executemany of inserts; elsewhere ``insert_new``."""
+    if rows:
+        values_of = itemgetter(*column_names(table))
+        append_values(conn, table, [values_of(row) for row in rows])
+
+
+def insert_new_values(conn: Connection, table: Table, values: Sequence[tuple]) -> None:
+    """``insert_new`` of rows given as tuples in the table's column order, for tables that take a row
+    per event: a dictionary per row, then its values picked out again, cost more than SQLite's insert."""
+    if values:
+        prepared = _prepare(conn.dialect, insert_new_statement(conn.dialect.name, table))
+        conn.exec_driver_sql(prepared.sql, prepared.values(values, column_names(table)))
+
+
+def append_values(conn: Connection, table: Table, values: Sequence[tuple]) -> None:
+    """``append_rows`` of rows given as tuples in the table's column order."""
     if conn.dialect.name != "postgresql":
-        insert_new(conn, table, rows)
+        insert_new_values(conn, table, values)
         return
-    if not rows:
+    if not values:
         return
-    names = [c.name for c in table.columns]
-    values_of = itemgetter(*names)
     cursor = conn.connection.driver_connection.cursor()
-    with cursor.copy(f'COPY "{table.name}" ({", ".join(names)}) FROM STDIN') as copy:
-        for row in rows:
-            copy.write_row(values_of(row))
+    with cursor.copy(f'COPY "{table.name}" ({", ".join(column_names(table))}) FROM STDIN') as copy:
+        for row in values:
+            copy.write_row(row)
+
+
+@cache
+def column_names(table: Table) -> tuple[str, ...]:
+    """The table's column names in order: the order of a row given as a tuple."""
+    return tuple(c.name for c in table.columns)
 
 
 def chunks(items: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:
@@ -94,15 +113,14 @@ class _Prepared:
     positional: bool
 
     def parameters(self, rows: Sequence[dict[str, Any]]) -> list:
-        converted = [(i, p) for i, p in enumerate(self.processors) if p is not None]
         if not self.positional:
+            converted = [(name, p) for name, p in zip(self.names, self.processors, strict=True) if p is not None]
             if not converted:
                 return list(rows)
-            names = [self.names[i] for i, _ in converted]
             out = []
             for row in rows:
                 row = dict(row)
-                for name, (_, process) in zip(names, converted, strict=True):
+                for name, process in converted:
                     if row[name] is not None:
                         row[name] = process(row[name])
                 out.append(row)
@@ -110,11 +128,25 @@ class _Prepared:
         values_of = itemgetter(*self.names)
         if len(self.names) == 1:
             return [(values_of(row),) for row in rows]
+        return self._converted([values_of(row) for row in rows])
+
+    def values(self, rows: Sequence[tuple], columns: tuple[str, ...]) -> list:
+        """The driver's parameters for rows given as tuples of ``columns``' values."""
+        if not self.positional:
+            return self.parameters([dict(zip(columns, row, strict=True)) for row in rows])
+        if self.names != columns:
+            order = [columns.index(name) for name in self.names]
+            rows = [tuple(row[i] for i in order) for row in rows]
+        return self._converted(rows)
+
+    def _converted(self, rows: Sequence[tuple]) -> list:
+        """Positional rows with the types' conversions applied."""
+        converted = [(i, p) for i, p in enumerate(self.processors) if p is not None]
         if not converted:
-            return [values_of(row) for row in rows]
+            return list(rows)
         out = []
         for row in rows:
-            values = list(values_of(row))
+            values = list(row)
             for i, process in converted:
                 if values[i] is not None:
                     values[i] = process(values[i])
