@@ -1,4 +1,4 @@
-"""Rows handed to the database as tuples in column order are stored exactly as the same rows as dictionaries."""
+"""Rows handed to the database as tuples in column order are stored exactly as SQLAlchemy stores the same rows."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from sqlalchemy import Engine
 
 from projections.base import Record
 from projections.contributors import ACTIVITY_COLUMNS, activity_row
-from projections.sql import append_rows, append_values, column_names, insert_new, insert_new_values
+from projections.sql import append_values, column_names, insert_new_values
 from projections.tables import contributor_activity
 from tests.builders import MODEL, PERSON, attached, reviewed
 from tests.conftest import random_claim_id
@@ -35,13 +35,13 @@ def test_an_activity_line_gives_the_tables_columns_in_order():
     assert type(line[ACTIVITY_COLUMNS.index("actor_kind")]) is str  # the text, not the enum (psycopg dumps an enum's name)
 
 
-def test_rows_as_tuples_are_stored_as_the_same_rows_as_dictionaries(engine: Engine):
+def test_rows_as_tuples_are_stored_as_sqlalchemy_stores_them(engine: Engine):
     as_tuples, as_dicts = activity(1) + activity(10), activity(20) + activity(30)
     with engine.begin() as conn:
         insert_new_values(conn, contributor_activity, as_tuples[:2])
         append_values(conn, contributor_activity, as_tuples[2:])
-        insert_new(conn, contributor_activity, [dict(zip(ACTIVITY_COLUMNS, row, strict=True)) for row in as_dicts[:2]])
-        append_rows(conn, contributor_activity, [dict(zip(ACTIVITY_COLUMNS, row, strict=True)) for row in as_dicts[2:]])
+        # SQLAlchemy's own insert, with its own parameter handling, is what the values must match.
+        conn.execute(contributor_activity.insert(), [dict(zip(ACTIVITY_COLUMNS, row, strict=True)) for row in as_dicts])
     rows = stored(engine)
     assert len(rows) == 8
     by_tuples, by_dicts = rows[:4], rows[4:]
