@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import os
 import random
 import statistics
@@ -188,6 +189,9 @@ def child(nats_url: str, database_url: str) -> None:
         if tenth not in samples:
             samples[tenth] = tree
 
+    # The rebuild's own account of its phases (fold, merge, indexes) goes to stderr, and into the report.
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("services.replay_parallel").setLevel(logging.INFO)
     settings = Settings(nats_url=nats_url, database_url=database_url, data_dir=Path(tempfile.mkdtemp()))
     generations = Generations(database_url)
     started = time.perf_counter()
@@ -227,6 +231,9 @@ def replay_in_child(nats_url: str, database_url: str) -> dict:
         )
     if done.returncode != 0:
         raise RuntimeError(f"the replay failed:\n{done.stderr[-3000:]}")
+    for line in done.stderr.splitlines():
+        if "workers folded" in line:
+            console.print(f"{make_url(database_url).get_backend_name()}: {line}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
