@@ -16,6 +16,7 @@ test: $(STAMP)
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/latency.py
 	$(BIN)/python bench/backlog.py
+	$(BIN)/python bench/fold.py
 	$(BIN)/python bench/bulk.py
 	$(BIN)/python bench/commands.py
 	$(BIN)/python bench/read_api.py
