@@ -10,8 +10,6 @@ Target (issue 2): 20,000 events/s or more into SQLite on a 2-core machine.
 from __future__ import annotations
 
 import argparse
-import json
-import sqlite3
 import sys
 import tempfile
 import time
@@ -22,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bench.common import arguments, peak_rss_mb, publish_backlog  # noqa: E402
+from bench.common import PeerCounts, arguments, peak_rss_mb, publish_backlog  # noqa: E402
 from projections.registry import build_projections  # noqa: E402
 from services.db import make_engine, upgrade  # noqa: E402
 from services.embedded import EmbeddedNats  # noqa: E402
@@ -48,12 +46,7 @@ async def peer_projector(nats_url: str, path: Path, head: int) -> float:
     """The simplest honest projector: fetch(1000), count per claim, upsert with sqlite3, ack the last."""
     import nats
 
-    db = sqlite3.connect(path)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("CREATE TABLE counts (claim_id TEXT PRIMARY KEY, events INTEGER, sources INTEGER)")
-    db.execute("CREATE TABLE checkpoint (seq INTEGER)")
-    db.execute("INSERT INTO checkpoint VALUES (0)")
+    peer = PeerCounts(path)
     nc = await nats.connect(nats_url)
     from nats.js.api import AckPolicy, ConsumerConfig
 
@@ -65,22 +58,12 @@ async def peer_projector(nats_url: str, path: Path, head: int) -> float:
             msgs = await sub.fetch(1000, timeout=1)
         except (TimeoutError, nats.errors.TimeoutError):
             continue
-        rows = {}
-        for msg in msgs:
-            event = json.loads(msg.data)
-            events, sources = rows.get(event["claim_id"], (0, 0))
-            rows[event["claim_id"]] = (events + 1, sources + (event["type"] == "SourceAttached"))
-        with db:
-            db.executemany(
-                "INSERT INTO counts VALUES (?, ?, ?) ON CONFLICT(claim_id) DO UPDATE SET "
-                "events = events + excluded.events, sources = sources + excluded.sources",
-                [(claim, e, s) for claim, (e, s) in rows.items()],
-            )
-            db.execute("UPDATE checkpoint SET seq = ?", (msgs[-1].metadata.sequence.stream,))
+        peer.apply((msg.data for msg in msgs), msgs[-1].metadata.sequence.stream)
         await msgs[-1].ack()
         applied += len(msgs)
     elapsed = time.perf_counter() - started
     await nc.close()
+    peer.close()
     return head / elapsed
 
 

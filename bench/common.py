@@ -1,4 +1,4 @@
-"""Shared pieces of the benchmarks: percentiles, peak memory, publishing a backlog with progress."""
+"""Shared pieces of the benchmarks: percentiles, peak memory, publishing a backlog with progress, the backlog's peer store."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import asyncio
 import json
 import random
 import resource
+import sqlite3
 import statistics
+from collections.abc import Iterable
+from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -78,3 +81,34 @@ class KeepAlive:
             return int(head.split(b" ", 2)[1]), await reader.readexactly(length)
         finally:
             self._idle.put_nowait((reader, writer))
+
+
+class PeerCounts:
+    """The backlog benchmarks' peer store: events and sources counted per claim with stdlib sqlite3, a
+    batch and its checkpoint in one transaction (the simplest honest projection)."""
+
+    def __init__(self, path: Path) -> None:
+        self.db = sqlite3.connect(path)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("CREATE TABLE counts (claim_id TEXT PRIMARY KEY, events INTEGER, sources INTEGER)")
+        self.db.execute("CREATE TABLE checkpoint (seq INTEGER)")
+        self.db.execute("INSERT INTO checkpoint VALUES (0)")
+
+    def apply(self, events: Iterable[bytes], last_seq: int) -> None:
+        """Count a batch of stored events (JSON) and write the counts and the checkpoint in one transaction."""
+        rows: dict[str, tuple[int, int]] = {}
+        for data in events:
+            event = json.loads(data)
+            counted, sources = rows.get(event["claim_id"], (0, 0))
+            rows[event["claim_id"]] = (counted + 1, sources + (event["type"] == "SourceAttached"))
+        with self.db:
+            self.db.executemany(
+                "INSERT INTO counts VALUES (?, ?, ?) ON CONFLICT(claim_id) DO UPDATE SET "
+                "events = events + excluded.events, sources = sources + excluded.sources",
+                [(claim, e, s) for claim, (e, s) in rows.items()],
+            )
+            self.db.execute("UPDATE checkpoint SET seq = ?", (last_seq,))
+
+    def close(self) -> None:
+        self.db.close()

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
-import sqlite3
 import sys
 import tempfile
 import time
@@ -33,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from bench.common import PeerCounts  # noqa: E402
 from bench.workload import claim_events  # noqa: E402
 from projections.registry import build_projections  # noqa: E402
 from services.db import make_engine, upgrade  # noqa: E402
@@ -97,28 +96,13 @@ async def claimlog_fold(log: list[Delivery], database_url: str, batch: int) -> t
 
 def peer_fold(log: list[Delivery], path: Path, batch: int) -> tuple[float, float]:
     """The backlog's peer from memory: json.loads, a count per claim, a sqlite3 upsert and a checkpoint per batch."""
-    db = sqlite3.connect(path)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("CREATE TABLE counts (claim_id TEXT PRIMARY KEY, events INTEGER, sources INTEGER)")
-    db.execute("CREATE TABLE checkpoint (seq INTEGER)")
-    db.execute("INSERT INTO checkpoint VALUES (0)")
+    peer = PeerCounts(path)
     cpu, started = time.process_time(), time.perf_counter()
     for start in range(0, len(log), batch):
-        rows: dict[str, tuple[int, int]] = {}
-        for delivery in log[start : start + batch]:
-            event = json.loads(delivery.data)
-            events, sources = rows.get(event["claim_id"], (0, 0))
-            rows[event["claim_id"]] = (events + 1, sources + (event["type"] == "SourceAttached"))
-        with db:
-            db.executemany(
-                "INSERT INTO counts VALUES (?, ?, ?) ON CONFLICT(claim_id) DO UPDATE SET "
-                "events = events + excluded.events, sources = sources + excluded.sources",
-                [(claim, e, s) for claim, (e, s) in rows.items()],
-            )
-            db.execute("UPDATE checkpoint SET seq = ?", (log[min(start + batch, len(log)) - 1].seq,))
+        chunk = log[start : start + batch]
+        peer.apply((delivery.data for delivery in chunk), chunk[-1].seq)
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-    db.close()
+    peer.close()
     return len(log) / elapsed, cpu / len(log) * 1e6
 
 
