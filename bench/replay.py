@@ -231,9 +231,8 @@ def replay_in_child(nats_url: str, database_url: str) -> dict:
         )
     if done.returncode != 0:
         raise RuntimeError(f"the replay failed:\n{done.stderr[-3000:]}")
-    for line in done.stderr.splitlines():
-        if "workers folded" in line:
-            console.print(f"{make_url(database_url).get_backend_name()}: {line}")
+    for line in done.stderr.splitlines():  # the rebuild's log: its phases, and any warning
+        console.print(f"{make_url(database_url).get_backend_name()}: {line}", markup=False, highlight=False)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -110,7 +110,7 @@ def _rows_of(table: Table, id_column: str) -> Select:
 
 
 def activity_row(record: Record) -> tuple:
-    """One line of the acting actor's activity: the values of ``ACTIVITY_COLUMNS``, in that order."""
+    """One line of the acting actor's activity: its values in ``contributor_activity``'s column order."""
     event = record.event
     actor = event.actor
     field = _subject_field(event.type)
@@ -124,10 +124,6 @@ def activity_row(record: Record) -> tuple:
         getattr(event, field) if field else None,
         record.at,
     )
-
-
-# The order of ``activity_row``'s values: the table's own (a unit test holds the two equal).
-ACTIVITY_COLUMNS = ("seq", "actor_id", "actor_kind", "actor_model", "claim_id", "event_type", "subject_id", "at")
 
 
 # The table keeping what an event names, for the events that create or change a row there.

@@ -48,7 +48,8 @@ def insert_new_statement(dialect_name: str, table: Table) -> Insert:
 
 def append_rows(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
     """Insert rows none of which can already be there (a rebuild worker's scratch place): PostgreSQL's
-    COPY, which takes rows about ten times as fast as an executemany of inserts; elsewhere ``insert_new``."""
+    COPY, which takes rows about ten times as fast as an executemany of inserts; elsewhere an insert
+    that skips rows already there (``append_values``)."""
     if rows:
         values_of = itemgetter(*column_names(table))
         append_values(conn, table, [values_of(row) for row in rows])
@@ -135,8 +136,7 @@ class _Prepared:
         if not self.positional:
             return self.parameters([dict(zip(columns, row, strict=True)) for row in rows])
         if self.names != columns:
-            order = [columns.index(name) for name in self.names]
-            rows = [tuple(row[i] for i in order) for row in rows]
+            raise ValueError(f"the statement takes {self.names}, the rows give {columns}")
         return self._converted(rows)
 
     def _converted(self, rows: Sequence[tuple]) -> list:

@@ -18,7 +18,6 @@ index is dropped and built again.
 from __future__ import annotations
 
 import importlib
-import os
 
 from sqlalchemy import Connection, Engine, text
 
@@ -27,7 +26,6 @@ from projections.tables import CONTROL_TABLES, metadata
 _SEARCH = importlib.import_module("migrations.versions.0003_listing_search")
 _SQLITE_SEARCH = importlib.import_module("migrations.versions.0010_search_insert_by_projector")
 SEARCH_TRIGGERS = ("insert", "update", "delete")
-SORT_THREADS = min(os.cpu_count() or 1, 4)
 
 
 def _read_model_tables():
@@ -50,11 +48,6 @@ def drop_secondary(engine: Engine) -> None:
 def restore_secondary(engine: Engine) -> None:
     """Create the indexes and search triggers ``drop_secondary`` dropped, and index every statement."""
     with engine.begin() as conn:
-        if engine.dialect.name == "sqlite":
-            # SQLite sorts an index's keys with helper threads when allowed: the indexes of a rebuilt
-            # generation of 100,000 pages and 1,000,000 activity lines took 1.2-1.3 s with two, 1.4-1.5 s
-            # with none. (A larger page cache for the sort made it slower: 2.0-2.2 s at 64 MB.)
-            conn.exec_driver_sql(f"PRAGMA threads = {SORT_THREADS}")
         for table in _read_model_tables():
             for index in table.indexes:
                 index.create(conn, checkfirst=True)

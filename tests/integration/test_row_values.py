@@ -7,11 +7,14 @@ from datetime import UTC, datetime, timedelta, timezone
 from sqlalchemy import Engine
 
 from projections.base import Record
-from projections.contributors import ACTIVITY_COLUMNS, activity_row
+from projections.contributors import activity_row
 from projections.sql import append_values, column_names, insert_new_values
 from projections.tables import contributor_activity
 from tests.builders import MODEL, PERSON, attached, reviewed
 from tests.conftest import random_claim_id
+
+# The order ``activity_row`` gives its values in: the table's own.
+ACTIVITY_COLUMNS = ("seq", "actor_id", "actor_kind", "actor_model", "claim_id", "event_type", "subject_id", "at")
 
 
 def activity(start: int) -> list[tuple]:
