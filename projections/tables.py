@@ -32,8 +32,14 @@ checkpoints = Table(
     "projection_checkpoints",
     metadata,
     Column("name", String(64), primary_key=True),
+    # The share of the claims this row is the position of, of ``shares`` (services/projector/shares.py):
+    # 0 of 1 for a projector that folds every claim. How many processes folded the tables is no part of
+    # what they say: the checksum leaves it out, and counts a row all the shares hold once.
+    Column("share", Integer, primary_key=True, server_default="0", info={"checksum": False}),
     Column("version", Integer, nullable=False),
     Column("last_seq", BigInteger, nullable=False),
+    Column("shares", Integer, nullable=False, server_default="1", info={"checksum": False}),
+    info={"checksum_rows": "distinct"},
 )
 
 # Each source relation's count column on claim_pages (written by the projection, read by the API).

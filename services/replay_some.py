@@ -27,7 +27,8 @@ Parked = set[tuple[int, str]]  # (sequence, claim) of each parked event
 
 
 class PartialRebuildDisagrees(RuntimeError):
-    """The chosen projections alone park other events than the active generation's tables hold."""
+    """The chosen projections alone park other events than the active generation's tables hold, or the
+    active projections did not stand at one position when copied: every projection is rebuilt instead."""
 
 
 def chosen_projections(names: Iterable[str]) -> list[Projection]:
@@ -49,14 +50,16 @@ def copy_others(generations: Generations, number: int, chosen: set[str]) -> tupl
     copy = _copy_sqlite if generations.dialect == "sqlite" else _copy_postgresql
     rows, parked = copy(source, target, tables, [p.name for p in others])
     positions = {row[2] for row in rows}
-    if len(positions) > 1:
-        raise RuntimeError(f"the active projections are at different positions {sorted(positions)}: rebuild them all")
+    if len(positions) > 1:  # projections, or the live projector's shares, caught between two batches
+        raise PartialRebuildDisagrees(f"the active projections stand at different positions {sorted(positions)}")
+    position = positions.pop() if positions else 0
     with target.begin() as conn:
-        if rows:
-            conn.execute(insert(checkpoints), [{"name": n, "version": v, "last_seq": s} for n, v, s in rows])
+        if rows:  # one row per projection (the live projector's shares all stand at that position)
+            versions = {name: version for name, version, _ in rows}
+            conn.execute(insert(checkpoints), [{"name": n, "version": v, "last_seq": position} for n, v in versions.items()])
         if claim_pages.name in tables and generations.dialect == "sqlite":  # the search index of the copied pages
             rebuild_sqlite_search(conn)
-    return (positions.pop() if positions else 0), parked
+    return position, parked
 
 
 def parked_in(engine: Engine) -> Parked:

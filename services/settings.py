@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     )
     projector_name: str = Field(default="projector", pattern=r"^[A-Za-z0-9_-]+$")
     projector_batch: int = Field(default=1000, ge=1, le=10_000)
+    projector_shares: int = Field(
+        default=1, ge=1, le=16, description="Processes the projector runs, each folding one share of the claims (at most one per core)."
+    )
     max_body_bytes: int = Field(
         default=1_048_576, ge=1024, description="Request bodies over this many bytes are refused with 413, unread."
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from services.log import ClaimLog, Delivery, DurableConsumer
 from services.projector.runner import Projector
 
 ATTEMPTS = 5
+RETRY_PAUSE = 0.2  # seconds between reads of a moving projector's tables
 REBUILD_BATCH = 5000
 REBUILD_TIMEOUT = 24 * 3600.0
 
@@ -55,21 +57,27 @@ def live_checksums(engine: Engine) -> tuple[int | None, dict[str, str]]:
     The projector may be running: the checkpoint is read before and after the checksums, and a read
     during which it moved is done again (a commit always moves it, with the rows, in one transaction).
     """
+    positions: set[int] = set()
     for _ in range(ATTEMPTS):
         with engine.connect() as conn:
-            before = _checkpoint(conn)
+            positions = _positions(conn)
             sums = table_checksums(conn)
         with engine.connect() as conn:
-            if _checkpoint(conn) == before:
-                return before, sums
+            # The shares of a projector that runs as several processes stand at one sequence only
+            # when it has caught up; until then, as while one projector moves, read again.
+            if len(positions) <= 1 and _positions(conn) == positions:
+                return (positions.pop() if positions else None), sums
+        time.sleep(RETRY_PAUSE)
+    if len(positions) > 1:
+        raise RuntimeError(
+            f"the projections (or the projector's shares) stood at different sequences {sorted(positions)} in each of "
+            f"{ATTEMPTS} reads: let the projector catch up with the log, or rebuild them with replay"
+        )
     raise RuntimeError(f"the projector moved during each of {ATTEMPTS} reads of the read models: stop it, or retry")
 
 
-def _checkpoint(conn) -> int | None:
-    positions = set(conn.execute(select(checkpoints.c.last_seq)).scalars())
-    if len(positions) > 1:
-        raise RuntimeError(f"the projections stand at different sequences {sorted(positions)}: rebuild them with replay")
-    return positions.pop() if positions else None
+def _positions(conn) -> set[int]:
+    return set(conn.execute(select(checkpoints.c.last_seq)).scalars())
 
 
 async def compare_read_models(

@@ -17,6 +17,7 @@ from services.generations import Generations
 from services.log import ClaimLog, LogError
 from services.log.servers import ErrorLog, connect, split_credentials
 from services.projector.runner import Projector
+from services.projector.shares import Shares, level
 from services.replay import rebuild_if_stale
 from services.runtime import nats_server, ready, stream_spec
 from services.settings import Settings
@@ -76,6 +77,11 @@ class ProjectorService:
         generations = Generations(self.settings.resolved_database_url())
         try:
             await rebuild_if_stale(self.settings, generations)
+            if self.settings.projector_shares > 1:
+                active = generations.engine(generations.active_number())
+                await level(claim_log, active, shares=self.settings.projector_shares, name=self.settings.projector_name, batch=self.settings.projector_batch)
+                await Shares(self.settings, self._nats_url).run(self._stop_event)
+                return
             projector = Projector(
                 claim_log,
                 self.engine,

@@ -31,8 +31,11 @@ def lock_checkpoints(conn: Connection) -> None:
     """Take the write lock on the checkpoints first, so the projector and a retry take turns on parked claims.
 
     On SQLite it also opens the transaction for writing before any SAVEPOINT (the driver would otherwise
-    let the outermost savepoint's release commit).
+    let the outermost savepoint's release commit). On PostgreSQL the rows are locked in one order first,
+    so that the shares of a projector (one row each) taking them all at once cannot deadlock.
     """
+    if conn.dialect.name == "postgresql":
+        conn.execute(select(checkpoints.c.name).order_by(checkpoints.c.name, checkpoints.c.share).with_for_update())
     conn.execute(update(checkpoints).values(last_seq=checkpoints.c.last_seq))
 
 

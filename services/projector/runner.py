@@ -32,7 +32,12 @@ TRANSIENT = (OperationalError, nats.errors.Error, nats.js.errors.Error, LogError
 # Compare-and-set of the checkpoints, built once with bound parameters (cached compiled SQL).
 ADVANCE = (
     update(checkpoints)
-    .where(checkpoints.c.name.in_(bindparam("names", expanding=True)), checkpoints.c.last_seq == bindparam("expected"))
+    .where(
+        checkpoints.c.name.in_(bindparam("names", expanding=True)),
+        checkpoints.c.share == bindparam("in_share"),
+        checkpoints.c.shares == bindparam("of_shares"),  # rows divided for another number of shares are another's
+        checkpoints.c.last_seq == bindparam("expected"),
+    )
     .values(last_seq=bindparam("new"))
 )
 
@@ -88,12 +93,18 @@ class Projector:
         self._commit_thread: concurrent.futures.ThreadPoolExecutor | None = None
 
     def load_checkpoint(self) -> int:
-        """The last sequence every projection has applied, registering new projections at 0."""
+        """The last sequence every projection has applied in this projector's share, registering new
+        projections at 0; checkpoints written for another number of shares are divided anew first."""
+        share, shares = self._share
         with self._engine.begin() as conn:
-            known = dict(conn.execute(select(checkpoints.c.name, checkpoints.c.last_seq)).all())
+            lock_checkpoints(conn)  # the other shares start at the same moment, and may divide them too
+            rows = conn.execute(select(checkpoints).where(checkpoints.c.name.in_([p.name for p in self._projections]))).all()
+            if any(row.shares != shares for row in rows):
+                rows = divide_checkpoints(conn, rows, shares)
+            known = {row.name: row.last_seq for row in rows if row.share == share}
             for projection in self._projections:
                 if projection.name not in known:
-                    conn.execute(insert(checkpoints).values(name=projection.name, version=projection.version, last_seq=0))
+                    conn.execute(insert(checkpoints).values(name=projection.name, share=share, shares=shares, version=projection.version, last_seq=0))
                     known[projection.name] = 0
             self._parking.load(conn)
         positions = {known[p.name] for p in self._projections}
@@ -101,6 +112,11 @@ class Projector:
             raise RuntimeError(f"projections are at different positions {sorted(positions)}: rebuild them with replay")
         self.checkpoint = positions.pop()
         return self.checkpoint
+
+    @property
+    def _share(self) -> tuple[int, int]:
+        """(k, n): which share of the claims this projector folds, and of how many; (0, 1) for all."""
+        return self._partition or (0, 1)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Apply events until ``stop`` is set, retrying with backoff when the database is unavailable."""
@@ -293,15 +309,43 @@ class Projector:
 
     def _advance(self, conn: Connection, new_checkpoint: int) -> None:
         names = [p.name for p in self._projections]
-        moved = conn.execute(ADVANCE, {"names": names, "expected": self.checkpoint, "new": new_checkpoint}).rowcount
+        share, shares = self._share
+        moved = conn.execute(
+            ADVANCE, {"names": names, "in_share": share, "of_shares": shares, "expected": self.checkpoint, "new": new_checkpoint}
+        ).rowcount
         if moved != len(names):
             raise FencingError(
-                f"checkpoint of {names} is no longer at {self.checkpoint}: another projector is writing"
+                f"checkpoint of {names} (share {share} of {shares}) is no longer at {self.checkpoint}: another projector is writing"
             )
 
     def _forget(self) -> None:
         for projection in self._projections:
             projection.forget()
+
+
+def divide_checkpoints(conn: Connection, rows: Sequence, shares: int) -> list:
+    """Replace checkpoints written for another number of shares with ``shares`` rows per projection, at
+    the position they all stand at; an event folded twice would count twice, so they must stand at one.
+    (``services/projector/shares.py`` brings them there before starting another number of shares.)"""
+    positions = {row.last_seq for row in rows}
+    if len(positions) > 1:
+        was = sorted({row.shares for row in rows})
+        raise RuntimeError(
+            f"the checkpoints were written by {' and '.join(map(str, was))} shares of the claims, standing at different "
+            f"positions {sorted(positions)}: run the projector with CLAIMLOG_PROJECTOR_SHARES={was[-1]} until they stand at one, "
+            "or let `claimlog projector` bring them there"
+        )
+    versions = {row.name: row.version for row in rows}
+    seq = positions.pop()
+    conn.execute(checkpoints.delete().where(checkpoints.c.name.in_(list(versions))))
+    divided = [
+        {"name": name, "share": share, "shares": shares, "version": version, "last_seq": seq}
+        for name, version in versions.items()
+        for share in range(shares)
+    ]
+    conn.execute(insert(checkpoints), divided)
+    log.info("checkpoints of %s divided into %s shares at sequence %s", sorted(versions), shares, seq)
+    return conn.execute(select(checkpoints).where(checkpoints.c.name.in_(list(versions)))).all()
 
 
 def claim_partition(subject: str, parts: int) -> int:

@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from fastapi import FastAPI
 from sqlalchemy import Connection, func, inspect, select, table
 
-from projections.tables import checkpoints, unreadable_events
+from projections.tables import unreadable_events
 from services.log import ClaimLog
+from services.read_api import queries
 
 HEAD_TIMEOUT = 2.0  # seconds a health check or a scrape waits for the log
 
@@ -25,7 +26,7 @@ class Head:
 
 def positions(conn: Connection, names: list[str]) -> dict[str, int]:
     """Each projection's last applied sequence; 0 for one that has no checkpoint yet."""
-    found = dict(conn.execute(select(checkpoints.c.name, checkpoints.c.last_seq)).all())
+    found = queries.positions(conn)
     return {name: found.get(name, 0) for name in names} | found
 
 

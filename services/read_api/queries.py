@@ -68,8 +68,9 @@ def claim_page(conn: Connection, key: str) -> ClaimPage | None:
 
 
 def positions(conn: Connection) -> dict[str, int]:
-    """Each projection's last applied log sequence."""
-    return dict(conn.execute(select(checkpoints.c.name, checkpoints.c.last_seq)).all())
+    """Each projection's last applied log sequence: in every share of the claims, when the projector
+    runs as several processes (its lowest checkpoint)."""
+    return dict(conn.execute(select(checkpoints.c.name, func.min(checkpoints.c.last_seq)).group_by(checkpoints.c.name)).all())
 
 
 def unreadable(conn: Connection, *, after: int, limit: int) -> list[dict]:

@@ -1,0 +1,164 @@
+"""The projector as several processes, each folding one share of the claims.
+
+A claim's rows depend on that claim's events alone (a rebuild's workers rely on the same), so with
+``CLAIMLOG_PROJECTOR_SHARES=n`` the projector runs n processes, each reading the whole log and applying
+the events of the claims in its share (``claim_partition``), with a durable consumer and checkpoint
+rows of its own. One process keeps one core busy at most; on two cores, two shares applied the backlog
+of ``bench/backlog.py`` about 1.3 times as fast. Every share still receives every event, so in all they
+spend more CPU than one process: more shares than cores only adds work.
+
+The read API's consistency and lag take the lowest checkpoint of a projection's shares, so a read that
+waits for a sequence waits for every share. A rebuild writes its generation's checkpoints for one
+process; each share divides them anew when it follows the switch (``Projector.load_checkpoint``).
+Checkpoints can be divided only while they stand at one position (an event folded twice would count
+twice): before starting another number of shares, ``level`` lets the lagging shares of the number
+that wrote them catch up with the foremost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import signal
+from collections.abc import Callable
+
+from sqlalchemy import Engine, select
+
+from projections.registry import build_projections
+from projections.tables import checkpoints
+from services.log import ClaimLog
+from services.projector.runner import Projector
+from services.settings import Settings
+
+log = logging.getLogger(__name__)
+STOP_SECONDS = 30.0  # how long a share may take to finish its batch and stop before it is killed
+
+
+def consumer_name(projector_name: str, share: int, shares: int) -> str:
+    """The durable consumer of one share (the projector's own name when it runs as one process)."""
+    return projector_name if shares == 1 else f"{projector_name}-s{share}of{shares}"
+
+
+async def level(claim_log: ClaimLog, engine: Engine, *, shares: int, name: str, batch: int) -> None:
+    """Bring checkpoints written for another number of shares than ``shares`` to one position, so that
+    the shares about to start can divide them anew: each lagging share of the old number catches up
+    with the foremost, as that share's projector would have."""
+    names = [p.name for p in build_projections()]
+    with engine.connect() as conn:
+        rows = conn.execute(select(checkpoints).where(checkpoints.c.name.in_(names))).all()
+    written_for = {row.shares for row in rows}
+    if not rows or written_for == {shares} or len(written_for) > 1:
+        return  # nothing to divide, or nothing this can mend (load_checkpoint says what is wrong)
+    old = written_for.pop()
+    head = max(row.last_seq for row in rows)
+    for share in range(old):
+        if all(row.last_seq == head for row in rows if row.share == share):
+            continue
+        leveller = f"{name}-level-s{share}of{old}"
+        log.info("share %s of %s stands behind sequence %s: bringing it there before running %s shares", share, old, head, shares)
+        projector = Projector(claim_log, engine, build_projections(), name=leveller, batch=batch, partition=(share, old), stop_at=head)
+        try:
+            await projector.run_until(head, timeout=None)
+        finally:
+            await claim_log.forget_consumer(leveller)
+
+
+class Shares:
+    """The share processes of one projector: started together, stopped together, and any one failing
+    stops them all (the supervisor, or the operator, starts the projector again)."""
+
+    def __init__(self, settings: Settings, nats_url: str) -> None:
+        self._settings, self._nats_url = settings, nats_url
+        self._context = multiprocessing.get_context("spawn")
+        self._processes: list[multiprocessing.process.BaseProcess] = []
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run every share until ``stop`` is set; raises when a share stops on its own."""
+        shares = self._settings.projector_shares
+        level_name = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+        self._processes = [
+            self._context.Process(
+                target=share_main,
+                args=(self._settings.model_dump(mode="json"), self._nats_url, share, shares, level_name),
+                name=f"claimlog-projector-s{share}of{shares}",
+            )
+            for share in range(shares)
+        ]
+        for process in self._processes:
+            process.start()
+        log.info("projector running as %s processes, one share of the claims each", shares)
+        try:
+            while not stop.is_set():
+                ended = [p for p in self._processes if not p.is_alive()]
+                if ended:
+                    names = ", ".join(f"{p.name} (exit code {p.exitcode})" for p in ended)
+                    raise RuntimeError(f"projector share {names} stopped; its log is above")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=0.5)
+        finally:
+            await asyncio.to_thread(self.stop)
+
+    def stop(self) -> None:
+        """Ask every share to finish its batch and stop; kill one that does not within ``STOP_SECONDS``."""
+        for process in self._processes:
+            if process.is_alive():
+                process.terminate()  # SIGTERM: the share stops at its next batch
+        for process in self._processes:
+            process.join(STOP_SECONDS)
+            if process.is_alive():
+                log.warning("%s did not stop within %ss: killing it", process.name, STOP_SECONDS)
+                process.kill()
+                process.join()
+
+
+def share_main(settings_fields: dict, nats_url: str, share: int, shares: int, level_name: str) -> None:
+    """A share's process: fold share ``share`` of ``shares`` of the claims until told to stop."""
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    from services.runtime import run
+
+    handler = RichHandler(console=Console(stderr=True), show_path=False)
+    logging.basicConfig(level=level_name, format=f"[share {share}/{shares}] %(message)s", handlers=[handler])
+    run(fold_share(Settings(**settings_fields), nats_url, share, shares))
+
+
+async def fold_share(settings: Settings, nats_url: str, share: int, shares: int) -> None:
+    from services.db import make_engine
+    from services.generations import Generations
+    from services.log.servers import connect
+    from services.runtime import stream_spec
+
+    stop = asyncio.Event()
+    _stop_on_signals_and_parent_exit(stop.set)
+    nc = await connect(nats_url, name=f"claimlog-{consumer_name(settings.projector_name, share, shares)}", first_connect_seconds=settings.nats_connect_seconds)
+    engine = make_engine(settings.resolved_database_url(), create=False)
+    generations = Generations(settings.resolved_database_url())
+    try:
+        projector = Projector(
+            ClaimLog(nc, stream_spec(settings)),
+            engine,
+            build_projections(),
+            name=consumer_name(settings.projector_name, share, shares),
+            batch=settings.projector_batch,
+            generations=generations,
+            partition=(share, shares),
+        )
+        await projector.run(stop)
+    finally:
+        generations.close()
+        engine.dispose()
+        await nc.close()
+
+
+def _stop_on_signals_and_parent_exit(stop: Callable[[], None]) -> None:
+    """SIGTERM and SIGINT (Ctrl-C reaches the whole process group) stop the share after its batch; so
+    does its parent's exit, even by SIGKILL, so that no share goes on writing unsupervised."""
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        loop.add_reader(parent.sentinel, stop)

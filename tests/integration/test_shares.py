@@ -1,0 +1,130 @@
+"""The projector as several shares of the claims, on one database (SQLite and PostgreSQL).
+
+The share processes themselves (``claimlog projector`` with CLAIMLOG_PROJECTOR_SHARES) are run and
+killed in tests/faults/test_projector_shares.py; here the shares' projectors run side by side in one
+process, which is what the database and the log see of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import Engine, select
+
+from projections.checksum import table_checksums
+from projections.registry import build_projections
+from projections.tables import checkpoints
+from services.log import ClaimLog
+from services.projector import FencingError, Projector
+from services.projector.runner import claim_partition
+from services.projector.shares import consumer_name, level
+from services.read_api.queries import positions
+from tests.builders import attached, withdrawn
+from tests.conftest import random_claim_id
+from tests.integration.test_projector import append_history, project_all
+
+SHARES = 2
+
+
+def share(claim_log: ClaimLog, engine: Engine, k: int, n: int = SHARES, *, batch: int = 5, stop_at: int | None = None) -> Projector:
+    return Projector(
+        claim_log, engine, build_projections(), name=consumer_name("projector", k, n), batch=batch, partition=(k, n), stop_at=stop_at
+    )
+
+
+async def run_shares(claim_log: ClaimLog, engine: Engine, n: int = SHARES, *, batch: int = 5) -> list[Projector]:
+    head = await claim_log.head()
+    projectors = [share(claim_log, engine, k, n, batch=batch) for k in range(n)]
+    await asyncio.gather(*(p.run_until(head) for p in projectors))
+    return projectors
+
+
+def rows(engine: Engine) -> set[tuple[str, int, int, int]]:
+    with engine.connect() as conn:
+        found = conn.execute(select(checkpoints.c.name, checkpoints.c.share, checkpoints.c.shares, checkpoints.c.last_seq))
+        return {tuple(row) for row in found}
+
+
+async def publish_claims(claim_log: ClaimLog, count: int = 12) -> list[str]:
+    """Claims with whole histories, spread over both shares."""
+    claims = [random_claim_id() for _ in range(count)]
+    assert {claim_partition(f"claims.{c}.x", SHARES) for c in claims} == set(range(SHARES)), "both shares need claims"
+    for claim_id in claims:
+        await append_history(claim_log, claim_id)
+    return claims
+
+
+async def test_shares_folding_side_by_side_build_what_one_projector_builds(
+    claim_log: ClaimLog, engine: Engine, replay_engine: Engine
+):
+    claims = await publish_claims(claim_log)
+    await run_shares(claim_log, engine)
+    for claim_id in claims:  # and on from there, more events to each share
+        await append_history(claim_log, claim_id, [withdrawn(claim_id, "s1"), attached(claim_id, "s9", "qualifies")])
+    await run_shares(claim_log, engine)
+    await project_all(claim_log, replay_engine, name="replay")
+    with engine.connect() as shared, replay_engine.connect() as single:
+        assert table_checksums(shared) == table_checksums(single)
+    head = await claim_log.head()
+    names = [p.name for p in build_projections()]
+    assert rows(engine) == {(name, k, SHARES, head) for name in names for k in range(SHARES)}
+
+
+async def test_reads_wait_for_the_share_that_is_furthest_behind(claim_log: ClaimLog, engine: Engine):
+    claims = await publish_claims(claim_log)
+    await run_shares(claim_log, engine)
+    behind = await claim_log.head()
+    for claim_id in claims:
+        await append_history(claim_log, claim_id, [attached(claim_id, "late")])
+    await share(claim_log, engine, 0).run_until(await claim_log.head())
+    with engine.connect() as conn:
+        assert set(positions(conn).values()) == {behind}
+
+
+async def test_another_number_of_shares_divides_the_checkpoints_where_they_stand(
+    claim_log: ClaimLog, engine: Engine, replay_engine: Engine
+):
+    claims = await publish_claims(claim_log)
+    await project_all(claim_log, engine)  # one projector
+    first = await claim_log.head()
+    names = [p.name for p in build_projections()]
+    assert rows(engine) == {(name, 0, 1, first) for name in names}
+    for claim_id in claims:
+        await append_history(claim_log, claim_id, [attached(claim_id, "more")])
+    await run_shares(claim_log, engine, 3)  # three shares take over from where it stood
+    await project_all(claim_log, replay_engine, name="replay")
+    with engine.connect() as shared, replay_engine.connect() as single:
+        assert table_checksums(shared) == table_checksums(single)
+    assert rows(engine) == {(name, k, 3, await claim_log.head()) for name in names for k in range(3)}
+
+
+async def test_shares_at_different_positions_are_levelled_before_another_number_runs(
+    claim_log: ClaimLog, engine: Engine, replay_engine: Engine
+):
+    claims = await publish_claims(claim_log)
+    await run_shares(claim_log, engine)
+    for claim_id in claims:
+        await append_history(claim_log, claim_id, [withdrawn(claim_id, "s3")])
+    await share(claim_log, engine, 1).run_until(await claim_log.head())  # share 0 stays behind
+    with pytest.raises(RuntimeError, match=r"written by 2 shares .* different positions .*CLAIMLOG_PROJECTOR_SHARES=2"):
+        await project_all(claim_log, engine)
+    await level(claim_log, engine, shares=1, name="projector", batch=5)
+    await project_all(claim_log, engine)
+    await project_all(claim_log, replay_engine, name="replay")
+    with engine.connect() as single_again, replay_engine.connect() as single:
+        assert table_checksums(single_again) == table_checksums(single)
+
+
+async def test_a_share_of_a_number_no_longer_running_is_fenced_off(claim_log: ClaimLog, engine: Engine):
+    claims = await publish_claims(claim_log)
+    stale = share(claim_log, engine, 0)
+    stale.load_checkpoint()
+    await project_all(claim_log, engine)  # one projector divides the checkpoints anew, for itself
+    await append_history(claim_log, claims[0], [attached(claims[0], "late")])
+    consumer = claim_log.consumer("stale", max_batch=100)
+    await consumer.start(0)
+    deliveries = await consumer.next_batch(timeout=5)
+    with pytest.raises(FencingError, match=r"share 0 of 2\) is no longer at"):
+        await stale._apply(consumer, deliveries)
+    await consumer.stop()
