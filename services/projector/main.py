@@ -77,9 +77,9 @@ class ProjectorService:
         generations = Generations(self.settings.resolved_database_url())
         try:
             await rebuild_if_stale(self.settings, generations)
+            active = generations.engine(generations.active_number())
+            await level(claim_log, active, shares=self.settings.projector_shares, name=self.settings.projector_name, batch=self.settings.projector_batch)
             if self.settings.projector_shares > 1:
-                active = generations.engine(generations.active_number())
-                await level(claim_log, active, shares=self.settings.projector_shares, name=self.settings.projector_name, batch=self.settings.projector_batch)
                 await Shares(self.settings, self._nats_url).run(self._stop_event)
                 return
             projector = Projector(

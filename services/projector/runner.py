@@ -344,7 +344,7 @@ def divide_checkpoints(conn: Connection, rows: Sequence, shares: int) -> list:
         for share in range(shares)
     ]
     conn.execute(insert(checkpoints), divided)
-    log.info("checkpoints of %s divided into %s shares at sequence %s", sorted(versions), shares, seq)
+    log.info("checkpoints of %s divided for CLAIMLOG_PROJECTOR_SHARES=%s at sequence %s", sorted(versions), shares, seq)
     return conn.execute(select(checkpoints).where(checkpoints.c.name.in_(list(versions)))).all()
 
 

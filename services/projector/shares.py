@@ -57,7 +57,7 @@ async def level(claim_log: ClaimLog, engine: Engine, *, shares: int, name: str, 
         if all(row.last_seq == head for row in rows if row.share == share):
             continue
         leveller = f"{name}-level-s{share}of{old}"
-        log.info("share %s of %s stands behind sequence %s: bringing it there before running %s shares", share, old, head, shares)
+        log.info("share %s of %s stands behind sequence %s: bringing it there before CLAIMLOG_PROJECTOR_SHARES=%s runs", share, old, head, shares)
         projector = Projector(claim_log, engine, build_projections(), name=leveller, batch=batch, partition=(share, old), stop_at=head)
         try:
             await projector.run_until(head, timeout=None)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 
 from bench.workload import claim_events
 from events.subjects import event_subject
@@ -96,16 +96,18 @@ def start_projector(
     slow: str | None = None,
     poison: str | None = None,
     log_to: Path | None = None,
+    shares: int = 1,
 ) -> subprocess.Popen[bytes]:
     """``claimlog projector`` in its own process (``slow``: its batches sleep first, see slow_projector.py;
     ``poison``: a claim whose source withdrawals its claim-page fold raises on, see poisoned_projector.py;
-    ``log_to``: a file for what it logs)."""
+    ``log_to``: a file for what it logs; ``shares``: how many processes it runs, see services/projector/shares.py)."""
     env = {
         **os.environ,
         "CLAIMLOG_NATS_URL": nats_url,
         "CLAIMLOG_DATABASE_URL": database_url,
         "CLAIMLOG_PROJECTOR_NAME": name,
         "CLAIMLOG_PROJECTOR_BATCH": str(batch),
+        "CLAIMLOG_PROJECTOR_SHARES": str(shares),
         "PYTHONPATH": str(ROOT),
         "COLUMNS": "200",  # its log lines unwrapped
     }
@@ -141,9 +143,10 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def checkpoint(engine: Engine) -> int:
-    """The projector's committed position, as its database has it (0 before its first commit)."""
+    """The projector's committed position, as its database has it (0 before its first commit): the
+    lowest of its shares', when it runs as several processes."""
     with engine.connect() as conn:
-        return conn.execute(select(checkpoints.c.last_seq)).scalars().first() or 0
+        return conn.execute(select(func.min(checkpoints.c.last_seq))).scalar() or 0
 
 
 async def wait_for_checkpoint(
