@@ -92,6 +92,13 @@ class Shares:
         try:
             while not stop.is_set():
                 ended = [p for p in self._processes if not p.is_alive()]
+                if ended and all(p.exitcode == 0 for p in ended):
+                    # Stopped cleanly: by Ctrl-C, which reaches the whole process group, when this
+                    # process is told to stop too a moment later. Otherwise its claims would go unprojected.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), timeout=STOP_SECONDS / 10)
+                    if stop.is_set():
+                        break
                 if ended:
                     names = ", ".join(f"{p.name} (exit code {p.exitcode})" for p in ended)
                     raise RuntimeError(f"projector share {names} stopped; its log is above")
@@ -126,30 +133,24 @@ def share_main(settings_fields: dict, nats_url: str, share: int, shares: int, le
 
 
 async def fold_share(settings: Settings, nats_url: str, share: int, shares: int) -> None:
-    from services.db import make_engine
     from services.generations import Generations
     from services.log.servers import connect
     from services.runtime import stream_spec
 
     stop = asyncio.Event()
     _stop_on_signals_and_parent_exit(stop.set)
-    nc = await connect(nats_url, name=f"claimlog-{consumer_name(settings.projector_name, share, shares)}", first_connect_seconds=settings.nats_connect_seconds)
-    engine = make_engine(settings.resolved_database_url(), create=False)
+    name = consumer_name(settings.projector_name, share, shares)
+    nc = await connect(nats_url, name=f"claimlog-{name}", first_connect_seconds=settings.nats_connect_seconds)
     generations = Generations(settings.resolved_database_url())
     try:
+        active = generations.engine(generations.active_number())  # the projector follows the generation switches
         projector = Projector(
-            ClaimLog(nc, stream_spec(settings)),
-            engine,
-            build_projections(),
-            name=consumer_name(settings.projector_name, share, shares),
-            batch=settings.projector_batch,
-            generations=generations,
-            partition=(share, shares),
+            ClaimLog(nc, stream_spec(settings)), active, build_projections(), name=name, batch=settings.projector_batch,
+            generations=generations, partition=(share, shares),
         )
         await projector.run(stop)
     finally:
         generations.close()
-        engine.dispose()
         await nc.close()
 
 

@@ -10,18 +10,24 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
 
 from projections.checksum import table_checksums
 from projections.registry import build_projections
-from projections.tables import checkpoints
+from projections.tables import checkpoints, claim_pages
+from services.audit.rebuild import compare_read_models
+from services.audit.verify import Report
+from services.generations import Generations
 from services.log import ClaimLog
 from services.projector import FencingError, Projector
 from services.projector.runner import claim_partition
 from services.projector.shares import consumer_name, level
 from services.read_api.queries import positions
+from services.replay import rebuild_generation
+from services.settings import Settings
 from tests.builders import attached, withdrawn
 from tests.conftest import random_claim_id
+from tests.integration.live_projection import assert_equals_a_full_rebuild, until
 from tests.integration.test_projector import append_history, project_all
 
 SHARES = 2
@@ -128,3 +134,42 @@ async def test_a_share_of_a_number_no_longer_running_is_fenced_off(claim_log: Cl
     with pytest.raises(FencingError, match=r"share 0 of 2\) is no longer at"):
         await stale._apply(consumer, deliveries)
     await consumer.stop()
+
+
+async def test_shares_follow_a_rebuild_to_its_generation_and_divide_its_checkpoints(
+    claim_log: ClaimLog, engine: Engine, generations: Generations, settings: Settings
+):
+    claims = await publish_claims(claim_log)
+    stop = asyncio.Event()
+    live = [
+        Projector(claim_log, engine, build_projections(), name=consumer_name("live", k, SHARES), batch=5, generations=generations, partition=(k, SHARES))
+        for k in range(SHARES)
+    ]
+    running = [asyncio.create_task(p.run(stop)) for p in live]
+    head = await claim_log.head()
+    try:
+        await until(lambda: all(p.checkpoint == head for p in live))
+        rebuilt = await rebuild_generation(settings, generations)  # written for one process
+        for claim_id in claims:
+            await append_history(claim_log, claim_id, [attached(claim_id, "after-the-switch")])
+        head = await claim_log.head()
+        await until(lambda: all(p.generation == rebuilt.generation and p.checkpoint == head for p in live))
+    finally:
+        stop.set()
+        await asyncio.gather(*running)
+    names = [p.name for p in build_projections()]
+    assert rows(generations.engine(rebuilt.generation)) == {(name, k, SHARES, head) for name in names for k in range(SHARES)}
+    await assert_equals_a_full_rebuild(settings, generations, rebuilt.generation)
+
+
+async def test_verify_compares_the_tables_of_shares_with_a_replay_by_one_process(claim_log: ClaimLog, engine: Engine):
+    await publish_claims(claim_log)
+    await run_shares(claim_log, engine)
+    clean = Report()
+    await compare_read_models(claim_log, engine, clean)
+    assert (clean.ok, clean.tables_at_seq) == (True, await claim_log.head()), clean.findings
+    with engine.begin() as conn:  # a count changed behind the shares' back is still found
+        conn.execute(update(claim_pages).where(claim_pages.c.claim_id == conn.execute(select(claim_pages.c.claim_id)).scalar()).values(sources_validating=99))
+    altered = Report()
+    await compare_read_models(claim_log, engine, altered)
+    assert [f.table for f in altered.findings] == ["claim_pages"]
