@@ -124,12 +124,14 @@ async def test_shares_at_different_positions_are_levelled_before_another_number_
 
 async def test_a_share_of_a_number_no_longer_running_is_fenced_off(claim_log: ClaimLog, engine: Engine):
     claims = await publish_claims(claim_log)
+    await run_shares(claim_log, engine)
     stale = share(claim_log, engine, 0)
     stale.load_checkpoint()
-    await project_all(claim_log, engine)  # one projector divides the checkpoints anew, for itself
+    # One projector takes over where the shares stand (the stale share's checkpoint is still right).
+    Projector(claim_log, engine, build_projections(), name="projector", batch=5).load_checkpoint()
     await append_history(claim_log, claims[0], [attached(claims[0], "late")])
     consumer = claim_log.consumer("stale", max_batch=100)
-    await consumer.start(0)
+    await consumer.start(stale.checkpoint)
     deliveries = await consumer.next_batch(timeout=5)
     with pytest.raises(FencingError, match=r"share 0 of 2\) is no longer at"):
         await stale._apply(consumer, deliveries)
