@@ -3,9 +3,10 @@
 A claim's rows depend on that claim's events alone (a rebuild's workers rely on the same), so with
 ``CLAIMLOG_PROJECTOR_SHARES=n`` the projector runs n processes, each reading the whole log and applying
 the events of the claims in its share (``claim_partition``), with a durable consumer and checkpoint
-rows of its own. One process keeps one core busy at most; on two cores, two shares applied the backlog
-of ``bench/backlog.py`` about 1.3 times as fast. Every share still receives every event, so in all they
-spend more CPU than one process: more shares than cores only adds work.
+rows of its own. One process keeps one core busy at most; on two cores, beside nats-server, two shares
+applied the backlog of ``bench/backlog.py`` 1.1 to 1.25 times as fast once running. Every share still
+receives every event, so in all they spend more CPU than one process: more shares than cores only adds
+work.
 
 The read API's consistency and lag take the lowest checkpoint of a projection's shares, so a read that
 waits for a sequence waits for every share. A rebuild writes its generation's checkpoints for one
@@ -24,12 +25,17 @@ import multiprocessing
 import signal
 from collections.abc import Callable
 
+from rich.console import Console
+from rich.logging import RichHandler
 from sqlalchemy import Engine, select
 
 from projections.registry import build_projections
 from projections.tables import checkpoints
+from services.generations import Generations
 from services.log import ClaimLog
+from services.log.servers import connect
 from services.projector.runner import Projector
+from services.runtime import run, stream_spec
 from services.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -122,21 +128,12 @@ class Shares:
 
 def share_main(settings_fields: dict, nats_url: str, share: int, shares: int, level_name: str) -> None:
     """A share's process: fold share ``share`` of ``shares`` of the claims until told to stop."""
-    from rich.console import Console
-    from rich.logging import RichHandler
-
-    from services.runtime import run
-
     handler = RichHandler(console=Console(stderr=True), show_path=False)
     logging.basicConfig(level=level_name, format=f"[share {share}/{shares}] %(message)s", handlers=[handler])
     run(fold_share(Settings(**settings_fields), nats_url, share, shares))
 
 
 async def fold_share(settings: Settings, nats_url: str, share: int, shares: int) -> None:
-    from services.generations import Generations
-    from services.log.servers import connect
-    from services.runtime import stream_spec
-
     stop = asyncio.Event()
     _stop_on_signals_and_parent_exit(stop.set)
     name = consumer_name(settings.projector_name, share, shares)

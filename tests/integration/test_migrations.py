@@ -78,3 +78,17 @@ def test_page_documents_are_compressed_with_lz4_on_postgresql_and_back_with_pglz
                 assert conn.execute(compression).all() == [("claim_pages", "p"), ("page_snapshots", "p")]
         finally:
             engine.dispose()
+
+
+def test_a_downgrade_below_the_shares_refuses_while_shares_stand_apart_and_keeps_one_row_each_once_level(engine: Engine):
+    rows = text("INSERT INTO projection_checkpoints (name, share, shares, version, last_seq) VALUES (:n, :s, 2, 1, :seq)")
+    with engine.begin() as conn:
+        conn.execute(rows, [{"n": "claim_pages", "s": 0, "seq": 40}, {"n": "claim_pages", "s": 1, "seq": 42}])
+    with pytest.raises(RuntimeError, match=r"shares stand at different positions for \['claim_pages'\]"):
+        command.downgrade(alembic_config(engine), "0012")
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE projection_checkpoints SET last_seq = 42"))
+    command.downgrade(alembic_config(engine), "0012")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT name, version, last_seq FROM projection_checkpoints")).all() == [("claim_pages", 1, 42)]
+    upgrade(engine)
