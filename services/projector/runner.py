@@ -100,7 +100,7 @@ class Projector:
             lock_checkpoints(conn)  # the other shares start at the same moment, and may divide them too
             rows = conn.execute(select(checkpoints).where(checkpoints.c.name.in_([p.name for p in self._projections]))).all()
             if any(row.shares != shares for row in rows):
-                rows = divide_checkpoints(conn, rows, shares)
+                rows = divide_checkpoints(conn, rows, shares=shares)
             known = {row.name: row.last_seq for row in rows if row.share == share}
             for projection in self._projections:
                 if projection.name not in known:
@@ -323,7 +323,7 @@ class Projector:
             projection.forget()
 
 
-def divide_checkpoints(conn: Connection, rows: Sequence, shares: int) -> list:
+def divide_checkpoints(conn: Connection, rows: Sequence, *, shares: int) -> list:
     """Replace checkpoints written for another number of shares with ``shares`` rows per projection, at
     the position they all stand at; an event folded twice would count twice, so they must stand at one.
     (``services/projector/shares.py`` brings them there before starting another number of shares.)"""
