@@ -50,7 +50,8 @@ def consumer_name(projector_name: str, share: int, shares: int) -> str:
 async def level(claim_log: ClaimLog, engine: Engine, *, shares: int, name: str, batch: int) -> None:
     """Bring checkpoints written for another number of shares than ``shares`` to one position, so that
     the shares about to start can divide them anew: each lagging share of the old number catches up
-    with the foremost, as that share's projector would have."""
+    with the foremost, as that share's projector would have. The old number's durable consumers,
+    which nothing will read again, are deleted."""
     names = [p.name for p in build_projections()]
     with engine.connect() as conn:
         rows = conn.execute(select(checkpoints).where(checkpoints.c.name.in_(names))).all()
@@ -69,6 +70,8 @@ async def level(claim_log: ClaimLog, engine: Engine, *, shares: int, name: str, 
             await projector.run_until(head, timeout=None)
         finally:
             await claim_log.forget_consumer(leveller)
+    for share in range(old):
+        await claim_log.forget_consumer(consumer_name(name, share, old))
 
 
 class Shares:

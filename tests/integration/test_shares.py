@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
+import nats.js.errors
 import pytest
 from sqlalchemy import Engine, select, update
 
@@ -33,10 +34,8 @@ from tests.integration.test_projector import append_history, project_all
 SHARES = 2
 
 
-def share(claim_log: ClaimLog, engine: Engine, k: int, n: int = SHARES, *, batch: int = 5, stop_at: int | None = None) -> Projector:
-    return Projector(
-        claim_log, engine, build_projections(), name=consumer_name("projector", k, n), batch=batch, partition=(k, n), stop_at=stop_at
-    )
+def share(claim_log: ClaimLog, engine: Engine, k: int, n: int = SHARES, *, batch: int = 5) -> Projector:
+    return Projector(claim_log, engine, build_projections(), name=consumer_name("projector", k, n), batch=batch, partition=(k, n))
 
 
 async def run_shares(claim_log: ClaimLog, engine: Engine, n: int = SHARES, *, batch: int = 5) -> list[Projector]:
@@ -53,9 +52,10 @@ def rows(engine: Engine) -> set[tuple[str, int, int, int]]:
 
 
 async def publish_claims(claim_log: ClaimLog, count: int = 12) -> list[str]:
-    """Claims with whole histories, spread over both shares."""
+    """Claims with whole histories, spread over both shares (more than ``count`` when needed for that)."""
     claims = [random_claim_id() for _ in range(count)]
-    assert {claim_partition(f"claims.{c}.x", SHARES) for c in claims} == set(range(SHARES)), "both shares need claims"
+    while {claim_partition(f"claims.{c}.x", SHARES) for c in claims} != set(range(SHARES)):
+        claims.append(random_claim_id())
     for claim_id in claims:
         await append_history(claim_log, claim_id)
     return claims
@@ -116,6 +116,9 @@ async def test_shares_at_different_positions_are_levelled_before_another_number_
     with pytest.raises(RuntimeError, match=r"written by 2 shares .* different positions .*CLAIMLOG_PROJECTOR_SHARES=2"):
         await project_all(claim_log, engine)
     await level(claim_log, engine, shares=1, name="projector", batch=5)
+    for k in range(SHARES):  # nothing reads the old shares' consumers again
+        with pytest.raises(nats.js.errors.NotFoundError):
+            await claim_log.nc.jetstream().consumer_info(claim_log.stream, consumer_name("projector", k, SHARES))
     await project_all(claim_log, engine)
     await project_all(claim_log, replay_engine, name="replay")
     with engine.connect() as single_again, replay_engine.connect() as single:
