@@ -24,16 +24,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
-from sqlalchemy import select  # noqa: E402
 
 from bench.common import PeerCounts, arguments, peak_rss_mb, publish_backlog  # noqa: E402
 from projections.registry import build_projections  # noqa: E402
-from projections.tables import checkpoints  # noqa: E402
 from services.db import make_engine, upgrade  # noqa: E402
 from services.embedded import EmbeddedNats  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
 from services.projector import Projector  # noqa: E402
 from services.projector.shares import Shares  # noqa: E402
+from services.read_api.queries import positions  # noqa: E402
 from services.runtime import run  # noqa: E402
 from services.settings import Settings  # noqa: E402
 
@@ -62,7 +61,7 @@ async def sharing_projector(nats_url: str, database_url: str, head: int, shares:
     running = asyncio.create_task(Shares(settings, nats_url).run(stop))
     first: tuple[float, int] | None = None
     try:
-        while (seq := _lowest(engine, shares)) < head:
+        while (seq := _lowest(engine)) < head:
             if running.done():
                 running.result()
             if first is None and seq > 0:
@@ -77,11 +76,10 @@ async def sharing_projector(nats_url: str, database_url: str, head: int, shares:
     return head / (ended - started), (head - first[1]) / (ended - first[0])
 
 
-def _lowest(engine, shares: int) -> int:
-    """The lowest checkpoint of the shares (0 until each has committed)."""
+def _lowest(engine) -> int:
+    """The lowest checkpoint of the shares, as reads see it (0 until each has committed a batch)."""
     with engine.connect() as conn:
-        found = conn.execute(select(checkpoints.c.last_seq).where(checkpoints.c.shares == shares)).scalars().all()
-    return min(found) if len(found) == shares * len(build_projections()) else 0
+        return min(positions(conn).values(), default=0)
 
 
 async def peer_projector(nats_url: str, path: Path, head: int) -> float:
