@@ -75,60 +75,28 @@ def contributor_rows(engine: Engine) -> dict[str, list[tuple]]:
         return {t.name: conn.execute(select(t).order_by(*t.primary_key.columns)).all() for t in ContributorsProjection.tables}
 
 
-def fold_contributors(target: Engine, log: list[Record], projection: ContributorsProjection, batch: int) -> None:
-    for start in range(0, len(log), batch):
-        with target.begin() as conn:
-            projection.apply_batch(conn, log[start : start + batch])
-    with target.begin() as conn:
-        projection.flush(conn)
-
-
-@pytest.mark.parametrize("held_claims", [2_000, 3, 1])
-def test_contributors_in_bulk_write_the_same_rows_as_writing_through(engine: Engine, replay_engine: Engine, held_claims: int):
-    """A rebuild worker's contributors fold (rows held per claim and written when the claim leaves,
-    COPY on PostgreSQL for what it creates) writes what the live one does, also when claims leave
-    the held ones and come back with rows the tables already have."""
+def test_contributors_in_bulk_write_the_same_rows_as_writing_through(engine: Engine, replay_engine: Engine):
+    """A rebuild worker's contributors fold (COPY on PostgreSQL for what a batch creates) writes what the live one does."""
     log = records()
-    fold_contributors(engine, log, ContributorsProjection(), batch=7)
-    bulk = ContributorsProjection(bulk=True, held_claims=held_claims)
-    fold_contributors(replay_engine, log, bulk, batch=7)
+    for target, projection in ((engine, ContributorsProjection()), (replay_engine, ContributorsProjection(bulk=True))):
+        for start in range(0, len(log), 7):
+            with target.begin() as conn:
+                projection.apply_batch(conn, log[start : start + 7])
     expected = contributor_rows(engine)
     assert sum(map(len, expected.values())) > len(log) and contributor_rows(replay_engine) == expected
-    assert not bulk._held
-
-
-def test_a_bulk_contributors_fold_writes_a_claims_rows_when_it_leaves_the_held_claims(engine: Engine):
-    log = records()
-    bulk = ContributorsProjection(bulk=True, held_claims=2)
-    with engine.begin() as conn:
-        bulk.apply_batch(conn, log[:40])  # eight claims' events: six leave the held ones
-    held, rows = set(bulk._held), contributor_rows(engine)
-    written = {row.claim_id for name in ("contributor_sources", "contributor_disagreements") for row in rows[name]}
-    assert len(held) == 2 and len(written) == 6 and not written & held
-
-
-def test_a_bulk_contributors_fold_that_loses_a_batch_refuses_to_go_on(engine: Engine):
-    bulk = ContributorsProjection(bulk=True)
-    with engine.begin() as conn:
-        bulk.apply_batch(conn, records()[:20])
-    with pytest.raises(RuntimeError, match="start the rebuild again"):
-        bulk.forget()
 
 
 def test_a_second_attach_of_a_source_in_a_later_batch_keeps_the_first_row_in_a_bulk_fold(engine: Engine):
     """A source attached again in a later batch keeps the row of its first attach, as the page keeps the
-    first, also when the claim left the held ones in between (its rows are read back when it returns),
-    so COPY on PostgreSQL never gets it twice."""
+    first: the batch reads every source it names before writing, so COPY on PostgreSQL never gets it twice."""
     claim_id = random_claim_id()
     first = [Record(seq, at(seq), event) for seq, event in enumerate(history(claim_id)[:3], 1)]
-    other = [Record(seq, at(seq), event) for seq, event in enumerate(history(random_claim_id())[:3], 4)]
     again = [Record(10, at(10), attached(claim_id, "s1", "supports", actor=PERSON))]
-    projection = ContributorsProjection(bulk=True, held_claims=1)
-    for batch in (first, other, again):  # the other claim pushes the first out; the second attach takes it back in
-        with engine.begin() as conn:
-            projection.apply_batch(conn, batch)
+    projection = ContributorsProjection(bulk=True)
     with engine.begin() as conn:
-        projection.flush(conn)
-    [row] = [r for r in contributor_rows(engine)["contributor_sources"] if (r.claim_id, r.source_id) == (claim_id, "s1")]
+        projection.apply_batch(conn, first)
+    with engine.begin() as conn:
+        projection.apply_batch(conn, again)
+    [row] = [r for r in contributor_rows(engine)["contributor_sources"] if r.source_id == "s1"]
     assert (row.brought_by, row.relation) == (first[1].event.actor.id, "validates")
     assert row.brought_by != PERSON.id
