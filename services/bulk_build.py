@@ -54,8 +54,8 @@ def restore_secondary(engine: Engine) -> None:
             # Each index reads the whole table, and a page's row holds its document (6 KB in the
             # benchmark's workload): nine indexes read the pages' table nine times. Read through a
             # memory map, not a copy per page from the OS (the rows were just written, so they are
-            # in its cache): on a million-event rebuild the indexes took 4.4-4.5 s instead of
-            # 6.0-6.5 (docs/architecture.md).
+            # in its cache): on a million-event rebuild the indexes took 4.4-4.9 s instead of
+            # 5.5-7.0 in alternating runs (docs/architecture.md).
             conn.exec_driver_sql(f"PRAGMA mmap_size={INDEX_MMAP_BYTES}")
         for table in _read_model_tables():
             for index in table.indexes:
