@@ -37,12 +37,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import psutil  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
-from bench.common import arguments, percentile, progress  # noqa: E402
+from bench.common import arguments, peak_rss_mb, percentile, progress  # noqa: E402
 from bench.workload import claim_events  # noqa: E402
 from events.subjects import event_subject  # noqa: E402
 from services.db import make_engine, upgrade  # noqa: E402
@@ -186,11 +187,10 @@ def child(nats_url: str, database_url: str) -> None:
     tree_memory = TreeMemory()
 
     def sample(applied: int, head: int) -> None:
-        tree = tree_memory()
-        peak[0] = max(peak[0], tree)
         # Private memory leaves out the file pages a process maps (the index build maps the new
         # generation's file, which is in the OS's cache anyway): what the processes themselves hold.
-        private[0] = max(private[0], tree_memory("RssAnon"))
+        tree, held = tree_memory()
+        peak[0], private[0] = max(peak[0], tree), max(private[0], held)
         tenth = applied * 10 // max(head, 1)
         if tenth not in samples:
             samples[tenth] = tree
@@ -204,50 +204,33 @@ def child(nats_url: str, database_url: str) -> None:
     rebuilt = run(rebuild_generation(settings, generations, progress=sample))
     elapsed = time.perf_counter() - started
     generations.close()
-    print(json.dumps({"events": rebuilt.applied_through, "seconds": elapsed, "rss": samples, "peak": max(peak[0], _rss_mb("VmHWM")), "peak_private": private[0]}))
-
-
-def _rss_mb(field: str, pid: int | str = "self") -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    except (FileNotFoundError, ProcessLookupError):
-        pass
-    return 0.0
+    print(json.dumps({"events": rebuilt.applied_through, "seconds": elapsed, "rss": samples, "peak": max(peak[0], peak_rss_mb()), "peak_private": private[0]}))
 
 
 class TreeMemory:
-    """Resident memory of this process and its descendants (a parallel replay's workers), in MB.
+    """Memory of this process and its descendants (a parallel replay's workers), in MB: resident, and
+    private (resident less the file pages a process maps).
 
-    Reading every process's parent from /proc at each progress report (five times a second) cost the
-    rebuilding process several seconds of CPU on a million-event log, inside the figure it measures;
-    the descendants are listed again only every ``refresh`` seconds, and their memory read each time.
+    Listing the descendants reads every process's parent on the machine; doing it at each progress
+    report (five times a second) cost the rebuilding process several seconds of CPU on a million-event
+    log, inside the figure it measures. They are listed again only every ``refresh`` seconds.
     """
 
     def __init__(self, refresh: float = 2.0) -> None:
-        self._refresh, self._listed_at, self._pids = refresh, float("-inf"), []
+        self._me = psutil.Process()
+        self._refresh, self._listed_at, self._tree = refresh, float("-inf"), [self._me]
 
-    def __call__(self, field: str = "VmRSS") -> float:
+    def __call__(self) -> tuple[float, float]:
         if time.monotonic() - self._listed_at > self._refresh:
-            self._pids, self._listed_at = _descendants(os.getpid()), time.monotonic()
-        return _rss_mb(field) + sum(_rss_mb(field, pid) for pid in self._pids)
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(parent, []).append(int(stat.parent.name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+            self._tree, self._listed_at = [self._me, *self._me.children(recursive=True)], time.monotonic()
+        resident = private = 0
+        for process in self._tree:
+            try:
+                info = process.memory_info()
+            except psutil.NoSuchProcess:
+                continue  # a worker that has ended since the list was made
+            resident, private = resident + info.rss, private + info.rss - info.shared
+        return resident / 2**20, private / 2**20
 
 
 def replay_in_child(nats_url: str, database_url: str) -> dict:

@@ -49,8 +49,9 @@ def drop_secondary(engine: Engine) -> None:
 
 def restore_secondary(engine: Engine) -> None:
     """Create the indexes and search triggers ``drop_secondary`` dropped, and index every statement."""
+    sqlite = engine.dialect.name == "sqlite"
     with engine.begin() as conn:
-        if engine.dialect.name == "sqlite":
+        if sqlite:
             # Each index reads the whole table, and a page's row holds its document (6 KB in the
             # benchmark's workload): nine indexes read the pages' table nine times. Read through a
             # memory map, not a copy per page from the OS (the rows were just written, so they are
@@ -60,14 +61,13 @@ def restore_secondary(engine: Engine) -> None:
         for table in _read_model_tables():
             for index in table.indexes:
                 index.create(conn, checkfirst=True)
-        if engine.dialect.name == "sqlite":
+        if sqlite:
             rebuild_sqlite_search(conn)
             for trigger in _SQLITE_SEARCH.SQLITE_TRIGGERS:
                 conn.execute(text(trigger))
+            conn.exec_driver_sql("PRAGMA mmap_size=0")  # the connection goes back to the pool as it came
         else:
             conn.execute(text(next(s for s in _SEARCH.POSTGRESQL_SEARCH if s.startswith("CREATE INDEX"))))
-        if engine.dialect.name == "sqlite":
-            conn.exec_driver_sql("PRAGMA mmap_size=0")  # the connection goes back to the pool as it came
 
 
 def merge_sqlite(target: Engine, files: list[str], tables: list[str]) -> None:
