@@ -85,3 +85,14 @@ def test_unknown_fields_are_refused_rather_than_dropped():
 def test_every_event_class_is_in_the_registry_once():
     assert set(registry.EVENT_TYPES) == {cls.__name__ for cls in registry.EVENT_CLASSES}
     assert ClaimDrafted in registry.EVENT_CLASSES
+
+
+def test_a_statement_key_ignores_case_and_any_unicode_whitespace_and_never_changes():
+    # Keys are stored in the read models and compared with keys computed later: the value must
+    # stay what it was when the first pages were written (this one was computed then).
+    from events.relation import statement_key
+
+    spaced = "  Chain-of-thought\u00a0prompting\n\timproves  ARITHMETIC\u2003reasoning\u3000 "
+    plain = "chain-of-thought prompting improves arithmetic reasoning"
+    assert statement_key(spaced) == statement_key(plain) == "stmt-45f2b44cad3a25c5bd413c87"
+    assert statement_key("chain-of-thought prompting improves arithmetic") != statement_key(plain)
