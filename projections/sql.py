@@ -167,10 +167,11 @@ SQLITE_DATETIME_FORMAT = "%(year)04d-%(month)02d-%(day)02d %(hour)02d:%(minute)0
 
 
 def _bind_processor(type_, dialect: Dialect) -> Callable[[Any], Any] | None:
-    """The type's own bind conversion; for SQLite's datetimes, the same text made by ``isoformat``.
+    """The type's own bind conversion; for SQLite's datetimes, the same text in fewer steps.
 
-    SQLAlchemy's builds the text with a ``%`` of seven named fields: 2.2 us a value, against 1.0,
-    and the projector binds a time with every event it records (a contributor's activity line).
+    SQLAlchemy builds the text with a ``%`` of seven named fields, 2.2 us a value; the same format
+    with the fields given in order takes 0.6 (``isoformat``, which must then drop the offset, 1.0).
+    The projector binds a time with every event it records (a contributor's activity line).
     """
     process = type_._cached_bind_processor(dialect)
     if process is None or dialect.name != "sqlite" or not isinstance(type_, DateTime):
@@ -179,10 +180,12 @@ def _bind_processor(type_, dialect: Dialect) -> Callable[[Any], Any] | None:
         return process
 
     def sqlite_datetime(value: Any) -> Any:
-        # isoformat's fields are the ones SQLAlchemy formats (local to the value's own offset, which
-        # is dropped); a year before 1000 would be padded differently, so it goes the long way.
-        if type(value) is datetime and value.year >= 1000:
-            return value.isoformat(" ", "microseconds")[:26]
+        # The fields SQLAlchemy formats (local to the value's own offset, which is dropped).
+        if type(value) is datetime:
+            return _SQLITE_DATETIME_TEXT % (value.year, value.month, value.day, value.hour, value.minute, value.second, value.microsecond)
         return process(value)
 
     return sqlite_datetime
+
+
+_SQLITE_DATETIME_TEXT = "%04d-%02d-%02d %02d:%02d:%02d.%06d"  # SQLITE_DATETIME_FORMAT, the fields in order

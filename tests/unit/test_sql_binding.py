@@ -15,7 +15,7 @@ VALUES = [
     datetime(2026, 12, 4, 8, 55, 34, tzinfo=UTC),  # no microseconds: still six zeros
     datetime(2026, 1, 1, 0, 0, 0, 5),  # naive
     datetime(2026, 6, 30, 23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=5, minutes=30))),
-    datetime(999, 1, 2, 3, 4, 5, 6, tzinfo=UTC),  # a three-digit year goes SQLAlchemy's way
+    datetime(999, 1, 2, 3, 4, 5, 6, tzinfo=UTC),  # a three-digit year, padded as SQLAlchemy pads it
     datetime(1, 1, 1),
     date(2026, 12, 4),
     None,
