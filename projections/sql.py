@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -164,6 +165,8 @@ def _prepare(dialect: Dialect, statement: Executable) -> _Prepared:
 
 # SQLAlchemy's storage format of a DATETIME on SQLite (sqlalchemy.dialects.sqlite.DATETIME).
 SQLITE_DATETIME_FORMAT = "%(year)04d-%(month)02d-%(day)02d %(hour)02d:%(minute)02d:%(second)02d.%(microsecond)06d"
+# The same format taking the fields in that order: "%04d-%02d-%02d %02d:%02d:%02d.%06d".
+_SQLITE_DATETIME_TEXT = re.sub(r"%\(\w+\)", "%", SQLITE_DATETIME_FORMAT)
 
 
 def _bind_processor(type_, dialect: Dialect) -> Callable[[Any], Any] | None:
@@ -187,5 +190,3 @@ def _bind_processor(type_, dialect: Dialect) -> Callable[[Any], Any] | None:
 
     return sqlite_datetime
 
-
-_SQLITE_DATETIME_TEXT = "%04d-%02d-%02d %02d:%02d:%02d.%06d"  # SQLITE_DATETIME_FORMAT, the fields in order
