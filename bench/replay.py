@@ -183,14 +183,10 @@ def child(nats_url: str, database_url: str) -> None:
     from services.settings import Settings
 
     samples: dict[int, float] = {}
-    peak, private = [0.0], [0.0]
     tree_memory = TreeMemory()
 
     def sample(applied: int, head: int) -> None:
-        # Private memory leaves out the file pages a process maps (the index build maps the new
-        # generation's file, which is in the OS's cache anyway): what the processes themselves hold.
-        tree, held = tree_memory()
-        peak[0], private[0] = max(peak[0], tree), max(private[0], held)
+        tree = tree_memory()
         tenth = applied * 10 // max(head, 1)
         if tenth not in samples:
             samples[tenth] = tree
@@ -204,12 +200,14 @@ def child(nats_url: str, database_url: str) -> None:
     rebuilt = run(rebuild_generation(settings, generations, progress=sample))
     elapsed = time.perf_counter() - started
     generations.close()
-    print(json.dumps({"events": rebuilt.applied_through, "seconds": elapsed, "rss": samples, "peak": max(peak[0], peak_rss_mb()), "peak_private": private[0]}))
+    print(json.dumps({"events": rebuilt.applied_through, "seconds": elapsed, "rss": samples, "peak": max(tree_memory.peak, peak_rss_mb()), "peak_private": tree_memory.peak_private}))
 
 
 class TreeMemory:
-    """Memory of this process and its descendants (a parallel replay's workers), in MB: resident, and
-    private (resident less the file pages a process maps).
+    """Resident memory of this process and its descendants (a parallel replay's workers), in MB, at
+    each call; and the peaks seen, resident and private. Private memory is resident less the file
+    pages a process maps: the index build maps the new generation's file, which is in the OS's cache
+    anyway, so it is what the processes themselves hold.
 
     Listing the descendants reads every process's parent on the machine; doing it at each progress
     report (five times a second) cost the rebuilding process several seconds of CPU on a million-event
@@ -219,8 +217,9 @@ class TreeMemory:
     def __init__(self, refresh: float = 2.0) -> None:
         self._me = psutil.Process()
         self._refresh, self._listed_at, self._tree = refresh, float("-inf"), [self._me]
+        self.peak = self.peak_private = 0.0
 
-    def __call__(self) -> tuple[float, float]:
+    def __call__(self) -> float:
         if time.monotonic() - self._listed_at > self._refresh:
             self._tree, self._listed_at = [self._me, *self._me.children(recursive=True)], time.monotonic()
         resident = private = 0
@@ -230,7 +229,8 @@ class TreeMemory:
             except psutil.NoSuchProcess:
                 continue  # a worker that has ended since the list was made
             resident, private = resident + info.rss, private + info.rss - info.shared
-        return resident / 2**20, private / 2**20
+        self.peak, self.peak_private = max(self.peak, resident / 2**20), max(self.peak_private, private / 2**20)
+        return resident / 2**20
 
 
 def replay_in_child(nats_url: str, database_url: str) -> dict:

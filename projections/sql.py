@@ -189,4 +189,3 @@ def _bind_processor(type_, dialect: Dialect) -> Callable[[Any], Any] | None:
         return process(value)
 
     return sqlite_datetime
-
