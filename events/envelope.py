@@ -20,7 +20,10 @@ ShortText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1
 def _aware_utc(value: datetime) -> datetime:
     if value.tzinfo is None:
         raise ValueError("occurred_at needs a time zone (use UTC, e.g. 2026-11-30T12:00:00Z)")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-14:00 is past the last time UTC can hold
+        raise ValueError(f"{value.isoformat()} is outside the range of times in UTC (years 1 to 9999)") from None
 
 
 UtcDateTime = Annotated[datetime, AfterValidator(_aware_utc)]

@@ -53,7 +53,20 @@ def encode(event: Event) -> bytes:
 
 
 def decode(data: bytes) -> Event:
-    """Bytes from the log to an event, upcasting older schema versions on the way."""
+    """Bytes from the log to an event, upcasting older schema versions on the way.
+
+    Whatever the bytes, it returns an event or raises ``UnknownEventError``: every reader of the log
+    (projector, verify, history, as-of, the command service) records or skips such an event and goes on.
+    """
+    try:
+        return _decode(data)
+    except UnknownEventError:
+        raise
+    except Exception as error:  # noqa: BLE001 - no input may escape as anything but an unreadable event
+        raise UnknownEventError(f"cannot be read: {type(error).__name__}: {error}") from None
+
+
+def _decode(data: bytes) -> Event:
     try:
         event = _ADAPTER.validate_json(data)
     except ValidationError as fast_path_error:
