@@ -56,11 +56,15 @@ def forged(event: Event, prev_hash: str) -> bytes:
     return encode(event.model_copy(update={"prev_hash": prev_hash}))
 
 
-def claimlog(*args: str, nats_url: str, database_url: str | None = None, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run the ``claimlog`` command against this NATS server (and database)."""
+def claimlog(
+    *args: str, nats_url: str, database_url: str | None = None, cwd: Path, token: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the ``claimlog`` command against this NATS server (and database), as the token's actor if given."""
     env = {**os.environ, "CLAIMLOG_NATS_URL": nats_url, "CLAIMLOG_DATA_DIR": str(cwd / ".claimlog"), "COLUMNS": "250"}
     if database_url is not None:
         env["CLAIMLOG_DATABASE_URL"] = database_url
+    if token is not None:
+        env["CLAIMLOG_TOKEN"] = token
     return subprocess.run(
         [sys.executable, "-m", "services.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=180
     )

@@ -65,3 +65,10 @@ async def test_a_crafted_time_is_recorded_unreadable_and_every_reader_of_its_cla
     for command in (["show", claim_id], ["history", claim_id], ["export", "--out", str(tmp_path / "log.jsonl")]):
         done = claimlog(*command, **env)
         assert done.returncode == 0 and "Traceback" not in done.stderr, f"{command}: {done.stderr}"
+
+    # Bulk ingestion decides against the same history and reports each line.
+    lines = tmp_path / "commands.jsonl"
+    lines.write_text(json.dumps({"command": "file_disagreement", "claim_id": claim_id, "disagreement_id": "d2", "argument": "One seed."}) + "\n")
+    ingested = claimlog("ingest", str(lines), **env, token=api.tokens["ada"])
+    assert ingested.returncode == 0 and "Traceback" not in ingested.stderr, ingested.stderr
+    assert "d2" in [d["disagreement_id"] for d in (await api.page(claim_id, await api.log.head()))["disagreements"]]
