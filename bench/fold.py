@@ -32,6 +32,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench.common import PeerCounts  # noqa: E402
+from bench.results import record  # noqa: E402
 from bench.workload import claim_events  # noqa: E402
 from projections.registry import build_projections  # noqa: E402
 from services.db import make_engine, upgrade  # noqa: E402
@@ -123,6 +124,8 @@ async def main(args: argparse.Namespace) -> None:
         table.add_row("peer: json.loads + sqlite3 counts upsert", f"{peer[0]:,.0f}", f"{peer[1]:.1f}")
         table.add_row("ratio claimlog / peer", f"{rate / peer[0]:.2f}", "")
     console.print(table)
+    record("fold from memory", rate, unit="events/s", peer=peer[0] if peer else None)
+    record("fold CPU per event", cpu, unit="µs", peer=peer[1] if peer else None)
 
 
 if __name__ == "__main__":
