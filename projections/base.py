@@ -12,7 +12,7 @@ from events import Event
 
 
 class Record(NamedTuple):
-    """An event at its place in the log. (A named tuple: immutable, and built in half the time of a
+    """An event at its place in the log. (A named tuple: immutable, and cheaper to build than a
     frozen dataclass, once per event the projector applies.)"""
 
     seq: int

@@ -18,8 +18,8 @@ from projections.tables import RELATION_COLUMNS, SQLITE_SEARCH_TABLE, claim_page
 CACHE_PAGES = 20_000
 # A snapshot of a claim's page is kept after every this many of the claim's events: an as-of read then
 # folds fewer than this many events read from the log (services/timeline/as_of.py). A claim of ten
-# events, most of them, never has one. 100 left a 1,000-event claim's as-of page at p99 56 ms on a
-# slow day (docs/architecture.md); reading its 400 KB snapshot is the larger part that remains.
+# events, most of them, never has one. Every 100 left a long claim's as-of page over its target on a
+# slow machine (docs/architecture.md); reading the snapshot itself is the larger part that remains.
 SNAPSHOT_EVERY = 25
 # A rebuild worker's cache: its pages wait there to be written, so it bounds the worker's memory
 # however long the log (pages left out are written, and read back if their claim comes again).

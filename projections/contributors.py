@@ -88,10 +88,10 @@ class ContributorsProjection:
         """The rows of ``keys`` (claim and id) that earlier batches created."""
         rows: dict = {}
         # By claims and ids, then the pairs kept: not every row of each claim (a live projector
-        # attaching to a claim with hundreds of sources read them all at every attach: 0.4 ms at p50
-        # of the latency bench), and not a list of pairs, which SQLite matched 8 us an event slower
-        # on the backlog bench. One statement, built once, its lists expanded per execution: a query
-        # naming each pair compiled anew for every batch cost a quarter of the projector's time.
+        # attaching to a claim with hundreds of sources would read them all at every attach, which
+        # shows in the latency bench), and not a list of pairs, which SQLite matches more slowly. One
+        # statement, built once, its lists expanded per execution: a query naming each pair would be
+        # compiled anew for every batch, a large share of the projector's time.
         for chunk in chunks(sorted(keys)):
             claims, ids = sorted({claim for claim, _ in chunk}), sorted({id_ for _, id_ in chunk})
             for row in conn.execute(_rows_of(table, id_column), {"claims": claims, "ids": ids}):
@@ -138,6 +138,6 @@ SUBJECT_FIELDS = (("Source", "source_id"), ("Disagreement", "disagreement_id"), 
 
 @cache
 def _subject_field(event_type: str) -> str | None:
-    """The field naming what an event of this type acted on (looked up once per type: once per event
-    it was 3 % of the live projector's time)."""
+    """The field naming what an event of this type acted on (looked up once per type, not once per
+    event: the live projector asks at every event)."""
     return next((name for prefix, name in SUBJECT_FIELDS if event_type.startswith(prefix)), None)

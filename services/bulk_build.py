@@ -52,11 +52,10 @@ def restore_secondary(engine: Engine) -> None:
     sqlite = engine.dialect.name == "sqlite"
     with engine.begin() as conn:
         if sqlite:
-            # Each index reads the whole table, and a page's row holds its document (6 KB in the
-            # benchmark's workload): nine indexes read the pages' table nine times. Read through a
-            # memory map, not a copy per page from the OS (the rows were just written, so they are
-            # in its cache): on a million-event rebuild the indexes took 4.4-4.9 s instead of
-            # 5.5-7.0 in alternating runs (docs/architecture.md).
+            # Each index reads the whole table, and a page's row holds its document (several KB):
+            # nine indexes read the pages' table nine times. Read through a memory map, not a copy
+            # per page from the OS (the rows were just written, so they are in its cache): the
+            # index phase of a rebuild is shorter this way (docs/architecture.md).
             conn.exec_driver_sql(f"PRAGMA mmap_size={INDEX_MMAP_BYTES}")
         for table in _read_model_tables():
             for index in table.indexes:

@@ -80,7 +80,7 @@ def api(
     if settings.nats_url:  # a server that is down or refuses the credentials: one line now, not uvicorn's traceback later
         run(_reach_nats(settings))
     app = build_app(settings, generations, commands=not read_only)
-    tune_gc()  # uvicorn runs its own loop, not through services.runtime.run: pauses of 30-45 ms otherwise
+    tune_gc()  # uvicorn runs its own loop, not through services.runtime.run: without it, long GC pauses
     uvicorn.run(app, host=host or settings.api_host, port=port or settings.api_port, log_level="warning")
 
 

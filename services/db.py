@@ -67,8 +67,8 @@ def _scratch_pragmas(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA journal_mode=MEMORY")  # rollbacks (a savepoint's) still work; a crash loses the file
     cursor.execute("PRAGMA synchronous=OFF")
     # Building an index over a whole table sorts its keys, with helper threads when allowed: a rebuilt
-    # generation of 100,000 pages and 1,000,000 activity lines was indexed in 1.2-1.3 s with two,
-    # 1.4-1.5 s with none. (A larger page cache for the sort made it slower: 2.0-2.2 s at 64 MB.)
+    # generation is indexed sooner with two than with none. (A larger page cache for the sort made it
+    # slower; docs/architecture.md.)
     cursor.execute(f"PRAGMA threads={SORT_THREADS}")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()

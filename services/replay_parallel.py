@@ -49,7 +49,7 @@ async def build_in_parallel(
     afterwards; the generation's checkpoints then stand at ``head``.
     """
     # The first share is folded straight into the generation (nothing reads it yet), so only the
-    # others are merged: on a log of a million events the merge copied 600 MB of pages.
+    # others are merged: the merge copies every page of the other shares, hundreds of MB on a large log.
     generations.engine(number).dispose()  # the first worker's scratch engine must be the file's only one
     places = [generations.place(number)] + [generations.partition(number, part) for part in range(1, parts)]
     started = time.monotonic()
@@ -134,8 +134,8 @@ async def _watch(distributing: asyncio.Task, workers: list[multiprocessing.Proce
 async def distribute(claim_log: ClaimLog, name: str, head: int, sending: list[PipeEnd]) -> None:
     """Read the log through ``head`` once and send each worker its share of every batch, then ``None``.
 
-    Each worker reading the whole log itself and skipping the others' events cost it a quarter of
-    its CPU time, and the server sent every event once per worker. A worker that has stopped taking
+    Each worker reading the whole log itself and skipping the others' events would cost it a large
+    share of its CPU time, and the server would send every event once per worker. A worker that has stopped taking
     its shares (it folds its share again from the log after a poison event) is sent nothing more. A
     share ends with the batch's last event even when that is another share's (sent without its
     data): the worker skips it, and its checkpoint moves on.

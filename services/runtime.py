@@ -115,8 +115,8 @@ def tune_gc() -> None:
     """Collect cyclic garbage far less often than Python's default (every 700 net allocations).
 
     A projector keeps tens of thousands of pages in memory, and every collection of the older
-    generations walks them: with the defaults, collections cost 15-40% of a replay's time (measured
-    with bench/backlog.py and bench/replay.py). What is alive once the process has started (modules,
+    generations walks them: with the defaults, collections take a large share of a replay's time
+    (bench/backlog.py and bench/replay.py show it). What is alive once the process has started (modules,
     validators) is frozen out of collection altogether. Cycles are still collected, just in bigger steps.
     """
     gc.freeze()
@@ -124,7 +124,7 @@ def tune_gc() -> None:
 
 
 # A projector allocates about 150 objects per event it folds, most of them alive until its batch is
-# written: at 50,000 a young collection every few hundred events walked them. 200,000 took the fold of
-# the backlog bench's events from 229,800 to 225,600 instructions per event (callgrind); the cyclic
-# garbage waiting between collections stays in the tens of megabytes at most.
+# written: at 50,000 a young collection every few hundred events walked them. 200,000 walks them
+# four times less often (counted with callgrind: docs/architecture.md); the cyclic garbage waiting
+# between collections stays in the tens of megabytes at most.
 GC_YOUNG_THRESHOLD = 200_000

@@ -1,8 +1,8 @@
 """a capability's listing in id order reads its first page off one index instead of sorting the capability
 
-With 100,000 claims, `GET /claims?capability=...` sorted 8,000 rows for every page (p99 0.9 s in
-bench/read_api.py on SQLite). The composite index serves the equality and the order; it also serves
-every lookup the single-column index did.
+With 100,000 claims, `GET /claims?capability=...` sorted every claim of the capability for each page
+(the slowest read of bench/read_api.py on SQLite). The composite index serves the equality and the
+order; it also serves every lookup the single-column index did.
 
 Revision ID: 0006
 Revises: 0005

@@ -1,9 +1,9 @@
 """SQLite: a new claim's statement enters the search index with the page's insert, not by a trigger
 
 An AFTER INSERT trigger writing to the FTS5 table runs as a statement of its own for every row, and
-FTS5 flushes its pending terms to disk at each: measured, a new page's insert took 130 to 150 µs with
-the trigger and about 70 µs when the projection inserts the batch's new statements into the index
-itself, in the same transaction (projections/claim_pages.py). The update and delete triggers stay:
+FTS5 flushes its pending terms to disk at each, which made the trigger about half of a new page's
+cost; the projection inserts the batch's new statements into the index itself, in the same
+transaction (projections/claim_pages.py; the measurement is in docs/architecture.md). The update and delete triggers stay:
 statements change rarely, and deletes happen only when a generation's tables are emptied. A later migration that makes SQLite
 recreate claim_pages must create this module's ``SQLITE_TRIGGERS`` again, not 0003's.
 

@@ -1,8 +1,8 @@
 """PostgreSQL: a new page's search vector is computed as the row is inserted, not by an update after it
 
 0003's AFTER INSERT trigger updated the row it had just inserted, so every new page was written twice;
-a rebuild, which dropped the trigger, then updated every page at the end, at about 150 µs a page
-(to_tsvector is about 37 of them; the rest is the second copy of the row). A BEFORE INSERT trigger
+a rebuild, which dropped the trigger, then updated every page at the end (to_tsvector is the
+smaller part of that; the rest is the second copy of the row). A BEFORE INSERT trigger
 sets the vector on the row being inserted. 0003 avoided BEFORE INSERT because an upsert's proposed
 row fires it even when the upsert turns into an update, computing a vector nobody keeps; the live
 projection no longer upserts pages (it inserts new ones and updates the others), and a rebuild

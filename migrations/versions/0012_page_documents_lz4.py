@@ -1,10 +1,9 @@
 """PostgreSQL: page documents are compressed with LZ4, not pglz
 
 A page's document is a few kilobytes of JSON, so PostgreSQL compresses it out of line (TOAST) on every
-write, with pglz by default. pglz was about a sixth of PostgreSQL's CPU time in a rebuild (bench/replay.py;
-docs/architecture.md); LZ4 compresses and decompresses several times faster, at a slightly lower
-ratio. Only servers built with LZ4 (the common packages are) offer it: elsewhere the columns keep the
-default. Documents already stored keep their compression until they are written again.
+write, with pglz by default. pglz is a large part of PostgreSQL's CPU time in a rebuild (bench/replay.py;
+docs/architecture.md); LZ4 compresses and decompresses faster, at a slightly lower ratio. Only
+servers built with LZ4 (the common packages are) offer it: elsewhere the columns keep the default. Documents already stored keep their compression until they are written again.
 
 Revision ID: 0012
 Revises: 0011

@@ -32,8 +32,8 @@ Frame = tuple[str, str, bytes, "RawHeaders | dict[str, str]"]  # subject, reply 
 
 
 class Delivery(NamedTuple):
-    """One event delivered to the consumer. (A named tuple: immutable, and built in a third of the
-    time of a frozen dataclass, once per event received.)"""
+    """One event delivered to the consumer. (A named tuple: immutable, and cheaper to build than a
+    frozen dataclass, once per event received.)"""
 
     seq: int
     stored_ns: int  # the server's store time in Unix nanoseconds (an imported event's own is a header)

@@ -51,8 +51,8 @@ class ProjectorService:
         # As the projector role this only reads the stream's info: `claimlog up` (as admin) creates it.
         await ready(ClaimLog(self.broker.connection, stream_spec(self.settings)))
         # The events arrive on a claimlog connection of their own, which hands them straight to the
-        # consumer without parsing their stored headers (``subscribe_plain``): a quarter more events per
-        # second on a backlog than on the broker's connection (bench/backlog.py).
+        # consumer without parsing their stored headers (``subscribe_plain``): more events per second
+        # on a backlog than on the broker's connection (bench/backlog.py).
         self._events = await self._connect_events()
         claim_log = ClaimLog(self._events, stream_spec(self.settings))
         self._task = asyncio.create_task(self._run(claim_log))

@@ -3,10 +3,9 @@
 A claim's rows depend on that claim's events alone (a rebuild's workers rely on the same), so with
 ``CLAIMLOG_PROJECTOR_SHARES=n`` the projector runs n processes, each reading the whole log and applying
 the events of the claims in its share (``claim_partition``), with a durable consumer and checkpoint
-rows of its own. One process keeps one core busy at most; on two cores, beside nats-server, two shares
-applied the backlog of ``bench/backlog.py`` 1.1 to 1.25 times as fast once running. Every share still
-receives every event, so in all they spend more CPU than one process: more shares than cores only adds
-work.
+rows of its own. One process keeps one core busy at most; shares put more cores to work
+(``bench/backlog.py`` measures one process against them). Every share still receives every event, so
+in all they spend more CPU than one process: more shares than cores only adds work.
 
 The read API's consistency and lag take the lowest checkpoint of a projection's shares, so a read that
 waits for a sequence waits for every share. A rebuild writes its generation's checkpoints for one

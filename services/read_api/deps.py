@@ -12,8 +12,7 @@ from services.read_api.errors import bad_request
 
 async def engine(request: Request) -> Engine:
     """The app's engine. A coroutine, though it never waits: FastAPI runs a plain function dependency
-    in its thread pool, and that hop cost more than the claim page's query (a tenth of the API's CPU
-    at 200 pages/s in bench/latency.py)."""
+    in its thread pool, and that hop costs more than the claim page's query."""
     refuse_nul(request)
     return request.app.state.engine
 

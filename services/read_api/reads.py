@@ -2,8 +2,8 @@
 
 SQLite answers in the process: a claim page is a fraction of a millisecond of CPU, less than a hop
 to the thread pool, so it runs on the event loop. PostgreSQL answers over a socket: a query run on
-the loop holds every other request for its round trips (at 200 requests/s a claim page waited
-0.4 s), so it runs in a worker thread, where the wait releases the GIL. A single-statement read
+the loop holds every other request for its round trips (under load, claim pages queue behind each
+other), so it runs in a worker thread, where the wait releases the GIL. A single-statement read
 needs no transaction: on PostgreSQL it runs in autocommit, which saves the BEGIN and the ROLLBACK
 round trips around it.
 """

@@ -76,7 +76,7 @@ class PublishedLog:
 
 
 async def published(directory: Path, *, claims: int, per_claim: int) -> AsyncIterator[PublishedLog]:
-    # These scenarios kill projectors, not the server: its disk flush can be lazy, publishing 10x faster.
+    # These scenarios kill projectors, not the server: its disk flush can be lazy, so publishing is faster.
     server = EmbeddedNats(directory / "nats", sync="30s")
     url = server.start()
     engine = migrated(sqlite_url(directory, "clean.sqlite3"))
@@ -97,7 +97,7 @@ async def published(directory: Path, *, claims: int, per_claim: int) -> AsyncIte
 
 @pytest.fixture(scope="session")
 async def replay_log(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[PublishedLog]:
-    """100,000 events over 10,000 claims with correct hash chains, published once for the session."""
+    """100,000 events over 10,000 claims with correct hash chains, published once for every scenario of the run."""
     async for log in published(
         tmp_path_factory.mktemp("faults-log"), claims=REPLAY_CLAIMS, per_claim=REPLAY_PER_CLAIM
     ):

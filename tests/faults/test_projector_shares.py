@@ -97,7 +97,7 @@ async def test_shares_stop_with_their_parent_and_another_number_of_shares_takes_
         assert {(share, of, seq) for _, share, of, seq in rows(engine)} == {(0, 2, head), (1, 2, head)}
     finally:
         stop(projector)
-    # A clean replay of its own: the session's (replay_log.clean) moves only forward, and the next test's
+    # A clean replay of its own: the shared one (replay_log.clean) moves only forward, and the next test's
     # kills need it where it stands.
     clean_engine = migrated(sqlite_url(tmp_path, "clean.sqlite3"))
     clean = CleanReplay(replay_log.clean.claim_log, clean_engine, name="shares-clean-replay")
