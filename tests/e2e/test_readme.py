@@ -1,4 +1,5 @@
-"""The README is executable: its quick-start commands run against a real `claimlog up`, its tables name real things."""
+"""The README is executable: its quick-start commands run against a real `claimlog up`; the reference it links
+to names real settings, commands and tests."""
 
 from __future__ import annotations
 
@@ -8,15 +9,19 @@ import shlex
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import typer
 
 from services.settings import Settings
 from tests.e2e.test_up import free_port, wait_for_page
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+OPERATIONS = (ROOT / "docs" / "operations.md").read_text()
+CLI = (ROOT / "docs" / "cli.md").read_text()
 
 
 def console_commands() -> list[str]:
@@ -73,33 +78,47 @@ def test_the_quick_start_commands_work_against_a_running_claimlog(tmp_path: Path
         up.wait(timeout=30)
 
 
-def test_every_setting_in_the_readme_exists_and_every_setting_is_in_the_readme():
+def test_every_setting_in_the_operations_page_exists_and_every_setting_is_there():
     # Not settings: the test suite's PostgreSQL, and `claimlog ingest --token` read from the environment.
-    documented = set(re.findall(r"`CLAIMLOG_([A-Z_]+)`", README)) - {"TEST_POSTGRES_URL", "TOKEN"}
-    documented |= {"API_HOST", "API_PORT"}
+    documented = set(re.findall(r"`CLAIMLOG_([A-Z_]+)`", OPERATIONS)) - {"TEST_POSTGRES_URL", "TOKEN"}
     fields = {name.upper() for name in Settings.model_fields}
     assert documented == fields
 
 
-def test_every_cli_command_in_the_readme_exists():
-    result = subprocess.run([sys.executable, "-m", "services.cli", "--help"], capture_output=True, text=True)
-    for command in re.findall(r"\| `claimlog ([a-z]+)", README):
-        assert command in result.stdout, command
+def cli_commands() -> set[str]:
+    """Every command path of the `claimlog` app: `verify`, `actors`, `actors add`, ..."""
+    from services.cli import app as cli_app
+    def walk(group, prefix: str) -> Iterator[str]:
+        for name, command in group.commands.items():
+            yield prefix + name
+            if hasattr(command, "commands"):
+                yield from walk(command, f"{prefix}{name} ")
+
+    return set(walk(typer.main.get_command(cli_app), ""))
 
 
-def test_every_test_the_readme_cites_exists():
+def test_the_cli_page_documents_every_command_and_only_commands_that_exist():
+    documented = set(re.findall(r"`claimlog ([a-z]+(?: [a-z]+)?)", CLI))
+    documented = {path if path in cli_commands() else path.split()[0] for path in documented}
+    assert documented <= cli_commands(), documented - cli_commands()
+    groups = {path.split()[0] for path in cli_commands() if " " in path}
+    assert cli_commands() - groups <= documented, (cli_commands() - groups) - documented
+
+
+def test_every_test_the_docs_cite_exists():
     """Citations look like `tests/faults/test_x.py::test_y`, `test_x.py::test_y` (an integration test),
     `::test_z` (another test of the file cited just before, in the same cell) or a whole file."""
     cited = 0
-    for cell in README.split("|"):
-        path = None
-        for directory, file, name in re.findall(r"`(?:(tests/[a-z]+)/)?(test_[a-z0-9_]+\.py)?(?:::(test_[a-z0-9_]+))?`", cell):
-            if file:
-                path = ROOT / (directory or "tests/integration") / file
-                assert path.is_file(), f"{path.relative_to(ROOT)} is cited but does not exist"
-                cited += 1
-            if name:
-                assert path is not None, f"::{name} is cited without a file before it"
-                assert f"def {name}(" in path.read_text(), f"{path.relative_to(ROOT)}::{name}"
-                cited += 1
-    assert cited >= 40, f"only {cited} citations found: has the README's way of citing tests changed?"
+    for document in (README, *(path.read_text() for path in sorted((ROOT / "docs").glob("*.md")))):
+        for cell in document.split("|"):
+            path = None
+            for directory, file, name in re.findall(r"`(?:(tests/[a-z]+)/)?(test_[a-z0-9_]+\.py)?(?:::(test_[a-z0-9_]+))?`", cell):
+                if file:
+                    path = ROOT / (directory or "tests/integration") / file
+                    assert path.is_file(), f"{path.relative_to(ROOT)} is cited but does not exist"
+                    cited += 1
+                if name:
+                    assert path is not None, f"::{name} is cited without a file before it"
+                    assert f"def {name}(" in path.read_text(), f"{path.relative_to(ROOT)}::{name}"
+                    cited += 1
+    assert cited >= 40, f"only {cited} citations found: has the docs' way of citing tests changed?"
