@@ -231,7 +231,7 @@ class Projector:
         if fresh:
             try:
                 # The statements run on the event loop, not in a worker thread: two threads taking
-                # turns on the GIL for every statement cost 10-15% of throughput. Only the commit,
+                # turns on the GIL for every statement cost throughput. Only the commit,
                 # one long release of the GIL, goes to a thread (``_commit``).
                 await self._commit(fresh, decoded)
             except CannotIsolateError:
@@ -263,7 +263,7 @@ class Projector:
                 # The commit of a large batch is the database's own work with the GIL released
                 # (SQLite writing its log, PostgreSQL's round trip): meanwhile the event loop receives
                 # and decodes the next batch. A small one (keeping up) commits here: handing it to a
-                # thread and back added 0.5 ms at p50, 3 at p90, to an event's way to the page.
+                # thread and back would add to an event's way to the page (docs/architecture.md).
                 # (Leaving the block without committing rolls the transaction back.)
                 if len(deliveries) >= COMMIT_IN_THREAD_FROM:
                     await _in_thread(self._committer(), lambda: _commit_or_roll_back(transaction))
