@@ -21,7 +21,7 @@ from services.commands.decide import Rejected
 from services.commands.models import COMMAND_TYPES, AnyCommand, Command
 from services.commands.rate_limit import RateLimiter
 from services.commands.service import CommandService, Outcome
-from services.log import LogError
+from services.log import MAX_SEQ, LogError
 
 router = APIRouter(tags=["commands"])
 _VERSION = re.compile(r'^(?:W/)?"?([0-9]{1,19})"?$')
@@ -99,9 +99,13 @@ def expected_version(if_match: str | None) -> int | None:
     if if_match is None or if_match.strip() == "*":
         return None
     found = _VERSION.match(if_match.strip())
-    if found is None:
+    if found is None or int(found.group(1)) > MAX_SEQ:
         raise HTTPException(
-            400, detail={"error": "bad_if_match", "message": 'If-Match takes the claim version, e.g. If-Match: "42"'}
+            400,
+            detail={
+                "error": "bad_if_match",
+                "message": f'If-Match takes the claim version (a log sequence, 0 to {MAX_SEQ}), e.g. If-Match: "42"',
+            },
         )
     return int(found.group(1))
 

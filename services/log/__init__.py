@@ -12,12 +12,13 @@ from services.log.claim_log import ClaimLog
 from services.log.consumer import Delivery, DurableConsumer
 from services.log.errors import ConflictError, LogConfigError, LogError, PublishError
 from services.log.pipeline import Pipeline
-from services.log.reader import ClaimHead, StoredEvent, claim_head, read_claim, stream_head
+from services.log.reader import MAX_SEQ, ClaimHead, StoredEvent, claim_head, read_claim, stream_head
 from services.log.servers import connect
 from services.log.stream import StreamSpec, ensure_stream
 from services.log.writer import Appended, append
 
 __all__ = [
+    "MAX_SEQ",
     "Appended",
     "ClaimLog",
     "ClaimHead",

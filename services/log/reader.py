@@ -113,6 +113,11 @@ async def claim_head(nc: Client, stream: str, claim_id: str) -> ClaimHead:
     return ClaimHead(last.seq, event_hash(last.data or b""))
 
 
+# The largest sequence a request may name: JetStream's own are unsigned 64-bit, but it answers "malformed
+# request" past this one, and the read models keep sequences in signed 64-bit integers.
+MAX_SEQ = 2**63 - 1
+
+
 async def stream_head(nc: Client, stream: str) -> int:
     """The sequence of the last event in the log (0 when it is empty)."""
     info = await nc.jetstream().stream_info(stream)

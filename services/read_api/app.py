@@ -54,6 +54,7 @@ def create_app(
     app.state.engine = engine
     app.state.read_wait = read_wait
     app.state.applied = 0  # the highest checkpoint this process has seen (for read-your-writes)
+    app.state.log_head = 0  # the highest head of the log it has seen (a sequence past it is refused, not awaited)
     app.include_router(router)
     app.include_router(aggregates_router)
     app.include_router(feed_router)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel
@@ -13,6 +14,7 @@ from projections.tables import contributor_activity, contributor_disagreements, 
 from services.read_api.consistency import visible_after
 from services.read_api.deps import DB
 from services.read_api.errors import ErrorBody, not_found
+from services.read_api.sequences import Seq
 
 router = APIRouter(tags=["contributors"], dependencies=[Depends(visible_after)])
 
@@ -58,7 +60,7 @@ class Contributor(BaseModel):
 def contributor(
     actor_id: str,
     db: DB,
-    before: int | None = Query(None, ge=1, description="Activity before this log sequence (paging back)."),
+    before: Annotated[Seq | None, Query(ge=1, description="Activity before this log sequence (paging back).")] = None,
     limit: int = Query(50, ge=1, le=500, description="Activity lines per page."),
 ) -> Contributor:
     """An actor's contributions, newest activity first."""

@@ -5,16 +5,16 @@ from __future__ import annotations
 import base64
 import json
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, Field
 
 from services.log import ClaimLog, LogError
 from services.read_api.errors import ErrorBody
+from services.read_api.sequences import Seq
 
 router = APIRouter(tags=["change feed"])
-MAX_SEQ = 2**63 - 1  # larger ones are no sequence: JetStream answers "408 Malformed Request" to them
 
 
 class FeedEvent(BaseModel):
@@ -38,7 +38,7 @@ class Feed(BaseModel):
 @router.get("/events", response_model=Feed, responses={503: {"model": ErrorBody}})
 async def change_feed(
     request: Request,
-    after: int = Query(0, ge=0, le=MAX_SEQ, description="Events after this log sequence."),
+    after: Annotated[Seq, Query(description="Events after this log sequence.")] = 0,
     limit: int = Query(100, ge=1, le=1000),
 ) -> Feed:
     """The log's events after ``after``, in log order, read from the log itself (not the read models)."""

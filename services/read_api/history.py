@@ -13,6 +13,7 @@ from services.log import LogError
 from services.read_api.as_of import claim_events, claim_id_of, connected_log
 from services.read_api.deps import DB
 from services.read_api.errors import ErrorBody, bad_request, not_found
+from services.read_api.sequences import Seq
 from services.timeline.history import claim_history, select_entries
 
 router = APIRouter(tags=["claims"])
@@ -59,7 +60,7 @@ async def get_history(
     request: Request,
     type: Annotated[list[str], Query(description="Only events of these types (repeatable).")] = [],  # noqa: A002, B006
     actor_kind: Annotated[ActorKind | None, Query(description="Only events by a person, a model or a service.")] = None,
-    after_seq: Annotated[int, Query(ge=0, description="Only events after this log sequence.")] = 0,
+    after_seq: Annotated[Seq, Query(description="Only events after this log sequence.")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> ClaimHistory:
     """Every event of the claim (by id or slug) in log order, with its sequence, stored time, type and actor, and

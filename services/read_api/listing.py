@@ -20,6 +20,7 @@ from projections.page_model import LIFECYCLES, Lifecycle, ReviewState
 from services.read_api import listing_sql
 from services.read_api.errors import bad_request
 from services.read_api.listing_sql import Sort
+from services.read_api.sequences import Seq, fits_int64
 
 
 class ListingQuery(BaseModel):
@@ -36,7 +37,7 @@ class ListingQuery(BaseModel):
     include_closed: bool = Field(False, description="Retracted and superseded claims as well (unless lifecycle is given).")
     open_disagreement: bool | None = Field(None, description="Only claims with (true) or without (false) an open disagreement.")
     contradicted: bool | None = Field(None, description="Only claims with (true) or without (false) an active contradicting source.")
-    changed_since_seq: int | None = Field(None, ge=0, description="Only claims changed after this log sequence.")
+    changed_since_seq: Seq | None = Field(None, description="Only claims changed after this log sequence.")
     sort: Sort | None = Field(None, description=(
         "`id` (claim id), `recent` (last change first), `contested` (most open disagreements plus contradicting "
         "sources first), `evidence` (most active sources first), `relevance` (best match of q first). "
@@ -117,7 +118,7 @@ def _fits(sort: str, key: Any) -> bool:
         return isinstance(key, str) and re.fullmatch(CLAIM_ID_PATTERN, key) is not None
     if sort == "relevance":
         return isinstance(key, int | float) and not isinstance(key, bool) and math.isfinite(key)
-    return isinstance(key, int) and not isinstance(key, bool)
+    return isinstance(key, int) and not isinstance(key, bool) and fits_int64(key)
 
 
 def _bad_cursor(message: str) -> HTTPException:

@@ -16,6 +16,7 @@ from services.read_api.deps import DB
 from services.read_api.errors import ErrorBody, not_found
 from services.read_api.listing import ListingQuery, Sort, read_listing
 from services.read_api.reads import read
+from services.read_api.sequences import Seq
 
 router = APIRouter()
 # Reads that take ``?after=SEQ`` / ``Claimlog-After``: answered once the projections have applied SEQ.
@@ -101,7 +102,7 @@ class UnreadableEvent(BaseModel):
 @router.get("/unreadable-events", response_model=list[UnreadableEvent], tags=["operations"])
 def list_unreadable(
     db: DB,
-    after: int = Query(0, ge=0, description="Only events after this log sequence."),
+    after: Annotated[Seq, Query(description="Only events after this log sequence.")] = 0,
     limit: int = Query(100, ge=1, le=1000),
 ) -> list[UnreadableEvent]:
     """Events published around the command API that failed validation (unknown type, bad payload, a schema

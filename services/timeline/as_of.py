@@ -16,7 +16,7 @@ from projections.base import Record
 from projections.claim_page import apply, derive
 from projections.page_model import PAGE, ClaimPage
 from projections.tables import page_snapshots
-from services.log import ClaimLog, StoredEvent
+from services.log import MAX_SEQ, ClaimLog, StoredEvent
 from services.timeline.cache import ClaimEvents
 
 
@@ -46,14 +46,29 @@ def parse_as_of(seq: str | None, at: str | None) -> AsOf | None:
     if seq is not None and at is not None:
         raise BadAsOf("give as_of_seq or as_of, not both")
     if seq is not None:
-        if not re.fullmatch(r"\s*-?[0-9]+\s*", seq):
-            raise BadAsOf(f"as_of_seq={seq!r} is not a log sequence (a whole number, 0 or more)")
-        if int(seq) < 0:
-            raise BadAsOf(f"as_of_seq={seq} is negative: log sequences start at 1 (0 is before the first event)")
-        return AsOf(seq=int(seq))
+        return AsOf(seq=_sequence(seq))
     if at is not None:
         return AsOf(at=parse_time(at))
     return None
+
+
+def _sequence(text: str) -> int:
+    """``as_of_seq`` as a number from 0 to the largest log sequence."""
+    found = re.fullmatch(r"\s*(-?)0*([0-9]+)\s*", text)
+    if found is None:
+        raise BadAsOf(f"as_of_seq={_shown(text)!r} is not a log sequence (a whole number, 0 or more)")
+    sign, digits = found.groups()
+    if sign and digits != "0":
+        raise BadAsOf(f"as_of_seq=-{_shown(digits)} is negative: log sequences start at 1 (0 is before the first event)")
+    # Compared as text first: Python refuses to convert more than 4300 digits.
+    if len(digits) > len(str(MAX_SEQ)) or int(digits) > MAX_SEQ:
+        raise BadAsOf(f"as_of_seq={_shown(digits)} is beyond any log sequence (0 to {MAX_SEQ})")
+    return int(digits)
+
+
+def _shown(text: str) -> str:
+    """A parameter as an error message quotes it: at most 30 characters."""
+    return text if len(text) <= 30 else f"{text[:30]}..."
 
 
 def parse_time(text: str) -> datetime:
