@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, StringConstraints, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from events.subjects import DEFAULT_STREAM
+
+# An origin as browsers send it: scheme and host (and port), no path, not even "/"; or "*" for any.
+Origin = Annotated[str, StringConstraints(pattern=r"^(\*|https?://[^/?#\s]+)$")]
+Method = Annotated[str, StringConstraints(pattern=r"^(\*|[A-Z]+)$")]
+HeaderName = Annotated[str, StringConstraints(pattern=r"^(\*|[A-Za-z0-9-]+)$")]
 
 
 class Settings(BaseSettings):
@@ -52,6 +59,27 @@ class Settings(BaseSettings):
     ready_max_lag_events: int = Field(
         default=1000, ge=0, description="/health/ready answers 503 when a projection is more events than this behind the log."
     )
+    cors_allow_origins: Annotated[list[Origin], NoDecode] = Field(
+        default=[],
+        description="Browser frontends on other origins that may call the API (CORS), comma-separated, "
+        "e.g. https://registry.example.org; empty (the default) answers no cross-origin request.",
+    )
+    cors_allow_methods: Annotated[list[Method], NoDecode] = Field(
+        default=["GET", "POST"], description="The methods those frontends may use, comma-separated."
+    )
+    cors_allow_headers: Annotated[list[HeaderName], NoDecode] = Field(
+        default=["Authorization", "Content-Type", "Idempotency-Key", "If-Match", "Claimlog-After"],
+        description="The request headers those frontends may send, comma-separated.",
+    )
+
+    @field_validator("cors_allow_origins", "cors_allow_methods", "cors_allow_headers", mode="before")
+    @classmethod
+    def _listed(cls, value: object) -> object:
+        """A list from the environment as commas (``a,b``) or JSON (``["a", "b"]``)."""
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        return json.loads(text) if text.startswith("[") else [item.strip() for item in text.split(",") if item.strip()]
 
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to SQLite in the data directory."""

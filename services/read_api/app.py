@@ -19,8 +19,10 @@ from services.commands.http import router as command_router
 from services.commands.service import CommandService
 from services.log import ClaimLog
 from services.read_api.aggregates import router as aggregates_router
+from services.read_api.browser import Cors, install_browser_policy
 from services.read_api.contract import router as contract_router
 from services.read_api.contributors import router as contributors_router
+from services.read_api.docs import install_docs
 from services.read_api.feed import router as feed_router
 from services.read_api.guards import Guards, install_guards
 from services.read_api.history import router as history_router
@@ -38,18 +40,22 @@ def create_app(
     lifespan: Lifespan | None = None,
     read_wait: float = 5.0,
     guards: Guards | None = None,
+    cors: Cors | None = None,
 ) -> FastAPI:
     """The API over the read models behind ``engine``; with ``commands``, also the command routes.
 
     The command routes need a writer on the log: ``attach_log`` gives them one, typically from
     ``lifespan`` once the process has connected to NATS. ``guards`` are its limits (body size, JSON depth,
-    writes per actor, readiness lag), the settings' defaults when not given.
+    writes per actor, readiness lag), the settings' defaults when not given; ``cors`` the browser frontends
+    on other origins that may call it (none when not given).
     """
     app = FastAPI(
         title="claimlog API",
         version="0.1.0",
         description="Claim pages and listings folded from the claim log; commands that append to it.",
         lifespan=lifespan,
+        docs_url=None,  # install_docs serves them, without a CDN
+        redoc_url=None,
     )
     app.state.engine = engine
     app.state.read_wait = read_wait
@@ -63,11 +69,13 @@ def create_app(
     app.include_router(text_router)
     app.include_router(contract_router)
     app.include_router(pages_router)
+    install_docs(app)
     if commands:
         app.include_router(command_router)
         app.state.commands = None
         app.state.actor_store = _not_ready
     install_guards(app, guards or Guards(), commands=commands)
+    install_browser_policy(app, cors or Cors())
     # Starlette's, not FastAPI's subclass: what FastAPI raises itself (a body it cannot parse, an unknown route) too.
     app.add_exception_handler(StarletteHTTPException, _error_body)
     app.add_exception_handler(RequestValidationError, _invalid_request)

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 
 from services.generations import Generations
 from services.read_api.app import attach_log, create_app
+from services.read_api.browser import Cors
 from services.read_api.guards import Guards
 from services.runtime import open_log
 from services.settings import Settings
@@ -45,6 +46,7 @@ def build_app(settings: Settings, generations: Generations, *, commands: bool = 
         lifespan=lifespan,
         read_wait=settings.read_wait_seconds,
         guards=Guards.from_settings(settings),
+        cors=Cors.from_settings(settings),
     )
     app.state.generation = number
     return app

@@ -24,6 +24,7 @@ from tests.e2e.test_up import free_port, wait_for_page
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 SAMPLE_CLAIMS = ("CLM-0338", "CLM-0501", "CLM-0631")
+REDOC_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
 
 
 @dataclass
@@ -76,9 +77,8 @@ def claimlog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Claimlog]:
     assert process.returncode == 0, output
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
-    """Headless Debian Chromium with JavaScript off: the pages must work without it."""
+def chromium(*, javascript: bool) -> WebDriver:
+    """Headless Debian Chromium, its console kept (where the browser reports what a page's policy blocked)."""
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
         pytest.fail(
             f"{CHROMIUM} and {CHROMEDRIVER} are needed: apt-get install -y chromium chromium-driver (.ci/run does)"
@@ -87,9 +87,18 @@ def browser() -> Iterator[WebDriver]:
     options.binary_location = str(CHROMIUM)
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,1800"):
         options.add_argument(argument)
-    options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    if not javascript:
+        options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
     driver.set_page_load_timeout(30)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    """JavaScript off: the pages must work without it."""
+    driver = chromium(javascript=False)
     yield driver
     driver.quit()
 
@@ -98,9 +107,15 @@ def text_of(browser: WebDriver, css: str) -> str:
     return browser.find_element(By.CSS_SELECTOR, css).text
 
 
+def blocked(browser: WebDriver) -> list[str]:
+    """What the page's Content-Security-Policy blocked since last asked, as the console said it."""
+    return [entry["message"] for entry in browser.get_log("browser") if "Content Security Policy" in entry["message"]]
+
+
 def open_page(browser: WebDriver, url: str) -> None:
     browser.get(url)
     assert "<script" not in browser.page_source
+    assert not blocked(browser)
 
 
 def test_a_reader_sees_the_claim_page_and_follows_a_related_claim(
@@ -270,3 +285,31 @@ def test_the_scorecard_page_charts_the_numbers_of_the_json_scorecard(claimlog: C
     browser.find_element(By.CSS_SELECTOR, "#scorecard-table a[href*='capability=Getting']").click()
     WebDriverWait(browser, 10).until(lambda b: "capability=" in b.current_url)
     assert [link.text for link in browser.find_elements(By.CSS_SELECTOR, "a.claim-link")] == ["CLM-0631"]
+
+
+def test_the_pages_take_their_stylesheet_from_the_api_and_the_policy_blocks_nothing(claimlog: Claimlog, browser: WebDriver):
+    open_page(browser, f"{claimlog.url}/pages/claims/CLM-0338")
+    header = browser.find_element(By.CSS_SELECTOR, "header.site")
+    assert header.value_of_css_property("border-bottom-style") == "solid"  # from /static/style.css
+    assert browser.find_element(By.CSS_SELECTOR, ".draft").value_of_css_property("border-left-width") == "4px"
+
+
+@pytest.mark.parametrize(("path", "rendered"), [("/docs", ".opblock"), ("/redoc", "[data-section-id]")])
+def test_the_api_docs_run_from_files_the_api_serves_within_their_policy(claimlog: Claimlog, path: str, rendered: str):
+    """Swagger UI and ReDoc as a reader's browser runs them: the API's operations listed, nothing fetched from
+    elsewhere (every resource the page loaded is the API's), and nothing of their own blocked."""
+    driver = chromium(javascript=True)
+    try:
+        driver.get(f"{claimlog.url}{path}")
+        WebDriverWait(driver, 30).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, rendered)) > 5)
+        assert "draft_claim" in driver.page_source or "Draft claim" in driver.page_source
+        tried = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+        assert any(url.endswith(".js") for url in tried), tried
+        elsewhere = [url for url in tried if not url.startswith(claimlog.url)]
+        refused = blocked(driver)
+        # ReDoc's side bar asks its CDN for a logo (hidden when it fails): the policy refuses it, as anything else.
+        assert elsewhere in ([], [REDOC_LOGO]), elsewhere
+        assert all(any(url in message for message in refused) for url in elsewhere), refused
+        assert not [message for message in refused if REDOC_LOGO not in message], refused
+    finally:
+        driver.quit()
