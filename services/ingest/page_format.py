@@ -21,6 +21,7 @@ SECTIONS = ("Capability", "Observed on", "Sources", "Related claims", "Notes")
 TRUNCATED = " [truncated]"
 REVIEW_SEPARATOR = " · "
 FALSIFIER = "Falsifier as drafted: "
+MEASURED = "Measured"
 
 _CLAIM_ID = re.compile(r"CLM-[0-9]{4,12}")
 _SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -28,6 +29,16 @@ _SOURCE = re.compile(r"- (?P<word>[^:]*?) by: (?P<body>.*)")
 # Greedy: the capability starts after the *last* sentence end that is followed by a capital letter.
 _STATEMENT_CAPABILITY = re.compile(r"(?P<statement>.*[.!?]\)?)(?P<capability>[A-Z][^.]*)")
 _CONFIDENCE = re.compile(r"Drafted confidence: (?P<value>[^.]*)\.")
+
+
+def caveats(breadth: str) -> tuple[str, str]:
+    """A source's measurement caveats as the registry labels them: ("Measured:", text), or ("Measured", rest)
+    when the caveats are a sentence of their own that starts with the word ("Measured across three sizes")."""
+    if breadth.startswith(MEASURED + ":"):
+        return MEASURED + ":", breadth[len(MEASURED) + 1:].lstrip()
+    if breadth.startswith(MEASURED + " "):
+        return MEASURED, breadth[len(MEASURED) + 1:]
+    return MEASURED + ":", breadth
 
 
 @dataclass(frozen=True)
@@ -151,7 +162,9 @@ def _parse_source(reader: _Reader, line: int, text: str) -> PageSource:
     # breadth ends with its own ".", which is what makes ".. " the split.
     measured = _without_period(reader, head + "." if separator else body, "measured text", line)
     if separator:
-        return PageSource(relation, measured + ".", breadth, truncated, line)
+        # "Measured: <caveats>" keeps the caveats alone; "Measured across ..." is a sentence, kept whole.
+        label, text = caveats(breadth)
+        return PageSource(relation, measured + ".", text if label.endswith(":") else breadth, truncated, line)
     return PageSource(relation, measured, None, truncated, line)
 
 
@@ -206,7 +219,7 @@ def parse_page(text: str, path: str = "<text>") -> RegistryPage:
 
 def _render_source(source: PageSource) -> str:
     word = {relation: word for word, relation in RELATION_WORDS.items()}[source.relation]
-    body = source.measured + ("." if source.breadth is None else f". {source.breadth}")
+    body = source.measured + ("." if source.breadth is None else ". " + " ".join(caveats(source.breadth)))
     return f"- {word} by: {body}{TRUNCATED if source.truncated else ''}"
 
 

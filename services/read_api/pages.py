@@ -15,7 +15,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import ValidationError
 
 from events import Actor
-from services.ingest.page_format import INVITATION, RELATION_WORDS, UNREVIEWED_NOTE
+from services.ingest.page_format import INVITATION, RELATION_WORDS, UNREVIEWED_NOTE, caveats
 from services.read_api import listing_sql, queries
 from services.read_api.aggregates import read_scorecard
 from services.read_api.chart import scorecard_chart
@@ -46,6 +46,7 @@ def _environment() -> Environment:
     )
     environment.filters["when"] = _when
     environment.filters["who"] = _who
+    environment.filters["caveats"] = caveats
     environment.globals.update(
         INVITATION=INVITATION,
         UNREVIEWED_NOTE=UNREVIEWED_NOTE,

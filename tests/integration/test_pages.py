@@ -188,3 +188,13 @@ async def test_the_scorecard_page_draws_the_numbers_of_the_json_scorecard(regist
     assert '<a href="/pages/claims?capability=Planning&amp;technique=Plan+first">Plan first</a>' in html
     status, html = await registry.page("/pages/scorecard/No such capability")
     assert status == 404 and "No such capability" in html
+
+
+async def test_a_sources_caveats_stand_apart_from_its_result_on_the_page_and_in_the_text(registry: Registry):
+    await registry.send("attach_source", "bot", "retrieval", source_id="s2", relation="validates",
+                        measured="Recall rises on two benchmarks.", breadth="one seed, simulator only.")
+    status, html = await registry.page(f"/pages/claims/{registry.ids['retrieval']}")
+    assert status == 200, html
+    assert '<div class="caveats"><strong>Measured:</strong> one seed, simulator only.</div>' in html
+    text = await registry.api.http.get(f"/claims/{registry.ids['retrieval']}/text", params={"after": registry.last})
+    assert "- Validated by: Recall rises on two benchmarks.. Measured: one seed, simulator only." in text.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from services.ingest.page_format import (
     PageRelated,
     PageSource,
     RegistryPage,
+    caveats,
     parse_page,
     render_page,
 )
@@ -79,7 +81,7 @@ def test_a_source_without_the_truncation_marker_is_whole():
     (source,) = parse_page(sample("CLM-0631.txt")).sources
     assert source.truncated is False
     assert source.measured.endswith("under the same optimization scheme.")
-    assert source.breadth is not None and source.breadth.startswith("Measured: one ablation table")
+    assert source.breadth is not None and source.breadth.startswith("one ablation table")
     assert source.breadth.endswith("No compute-matching discussion and no replication at 1.5B.")
 
 
@@ -243,6 +245,8 @@ def test_the_error_reads_path_line_problem_and_is_a_value_error():
 _plain = st.text(
     st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters=".!?·["), min_size=1, max_size=30
 ).filter(lambda s: s.strip())
+# Caveats written "Measured: x" are read back as x (the label is the format's, not the caveats').
+_caveats = _plain.filter(lambda s: not s.startswith("Measured"))
 _ends = st.sampled_from([".", "!", "?", ".)", "!)"])
 
 
@@ -250,7 +254,7 @@ _ends = st.sampled_from([".", "!", "?", ".)", "!)"])
 def pages(draw) -> RegistryPage:
     sources = draw(st.lists(st.tuples(
         st.sampled_from(["validates", "supports", "contradicts", "qualifies", "mentions"]),
-        _plain, st.none() | _plain, st.booleans()), max_size=3))
+        _plain, st.none() | _caveats, st.booleans()), max_size=3))
     related = draw(st.lists(st.tuples(
         _plain, _ends, st.from_regex(r"[A-Z]", fullmatch=True), _plain | st.just(""), st.none() | _plain
     ), max_size=3))
@@ -284,3 +288,18 @@ def test_rendering_then_parsing_gives_back_the_same_page(page):
     text = render_page(page)
     assert parse_page(text) == page
     assert render_page(parse_page(text + "\n")) == text
+
+
+def test_caveats_entered_alone_are_labelled_apart_from_the_result():
+    page = parse_page(sample("CLM-0631.txt"))
+    source = page.sources[0]
+    entered = PageSource(source.relation, source.measured, "one seed, simulator only", False, 6)
+    text = render_page(replace(page, sources=(entered,)))
+    assert "under the same optimization scheme.. Measured: one seed, simulator only" in text
+    assert parse_page(text).sources[0].breadth == "one seed, simulator only"
+
+
+def test_caveats_that_are_a_sentence_of_their_own_keep_their_words():
+    assert caveats("Measured across three sizes.") == ("Measured", "across three sizes.")
+    assert caveats("Measured: one seed.") == ("Measured:", "one seed.")
+    assert caveats("one seed.") == ("Measured:", "one seed.")
