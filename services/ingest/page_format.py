@@ -34,8 +34,8 @@ _CONFIDENCE = re.compile(r"Drafted confidence: (?P<value>[^.]*)\.")
 def caveats(breadth: str) -> tuple[str, str]:
     """A source's measurement caveats as the registry labels them: ("Measured:", text), or ("Measured", rest)
     when the caveats are a sentence of their own that starts with the word ("Measured across three sizes")."""
-    if breadth.startswith(MEASURED + ":"):
-        return MEASURED + ":", breadth[len(MEASURED) + 1:].lstrip()
+    if breadth.startswith(MEASURED + ": "):
+        return MEASURED + ":", breadth[len(MEASURED) + 2:]
     if breadth.startswith(MEASURED + " "):
         return MEASURED, breadth[len(MEASURED) + 1:]
     return MEASURED + ":", breadth

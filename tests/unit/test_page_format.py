@@ -303,3 +303,9 @@ def test_caveats_that_are_a_sentence_of_their_own_keep_their_words():
     assert caveats("Measured across three sizes.") == ("Measured", "across three sizes.")
     assert caveats("Measured: one seed.") == ("Measured:", "one seed.")
     assert caveats("one seed.") == ("Measured:", "one seed.")
+
+
+def test_caveats_keep_their_own_leading_space():
+    page = parse_page(sample("CLM-0631.txt"))
+    source = replace(page.sources[0], breadth=" 0")
+    assert parse_page(render_page(replace(page, sources=(source,)))).sources[0].breadth == " 0"
