@@ -97,7 +97,7 @@ def many_counts(
 async def scorecard(request: Request, db: DB, as_of_seq: AsOfSeq = None, as_of: AsOfTime = None) -> Scorecard:
     """Every capability's scorecard; with ``as_of_seq`` or ``as_of``, as it stood then (``applied_seq`` is that
     point's sequence), folded from the log."""
-    return await _scorecard(request, db, None, as_of_point(as_of_seq, as_of))
+    return await scorecard_at(request, db, None, as_of_point(as_of_seq, as_of))
 
 
 @router.get("/scorecard/{capability}", response_model=Scorecard, responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}})
@@ -105,13 +105,14 @@ async def capability_scorecard(
     request: Request, capability: str, db: DB, as_of_seq: AsOfSeq = None, as_of: AsOfTime = None
 ) -> Scorecard:
     """One capability's scorecard, with its techniques; with ``as_of_seq`` or ``as_of``, as it stood then."""
-    card = await _scorecard(request, db, capability, as_of_point(as_of_seq, as_of))
+    card = await scorecard_at(request, db, capability, as_of_point(as_of_seq, as_of))
     if not card.capabilities:
         raise not_found("capability", capability)
     return card
 
 
-async def _scorecard(request: Request, db: Engine, capability: str | None, as_of: AsOf | None) -> Scorecard:
+async def scorecard_at(request: Request, db: Engine, capability: str | None, as_of: AsOf | None) -> Scorecard:
+    """The scorecard now (``as_of`` None), or folded from the log as it stood at ``as_of``."""
     if as_of is None:
         return await run_in_threadpool(read_scorecard, db, capability)
     seq, rows = await scorecard_rows_as_of(request, as_of, capability)

@@ -7,21 +7,25 @@ The same read models and queries as the JSON routes; only the shape of the answe
 from __future__ import annotations
 
 from datetime import datetime
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from events import Actor
+from projections.page_model import PAGE, ClaimPage
 from services.ingest.page_format import INVITATION, RELATION_WORDS, UNREVIEWED_NOTE, caveats
 from services.read_api import listing_sql, queries
-from services.read_api.aggregates import read_scorecard
+from services.read_api.aggregates import scorecard_at
+from services.read_api.as_of import AsOfSeq, AsOfTime, claim_page_as_of
 from services.read_api.chart import scorecard_chart
 from services.read_api.consistency import visible_after
 from services.read_api.deps import DB
 from services.read_api.listing import ListingQuery, read_listing
+from services.timeline.as_of import AsOf, BadAsOf, parse_as_of
 
 router = APIRouter(include_in_schema=False)
 FORM_FIELDS = ("q", "capability", "lifecycle", "include_closed", "open_disagreement", "sort", "cursor")
@@ -133,33 +137,109 @@ def _listing_url(**wanted: str | list[str]) -> str:
     return "/pages/claims" + ("?" + urlencode(wanted, doseq=True) if wanted else "")
 
 
+class _AsOfError(Exception):
+    """An as-of read that cannot be answered, carrying the page to answer instead."""
+
+    def __init__(self, response: HTMLResponse):
+        self.response = response
+
+
+def _as_of(as_of_seq: str | None, as_of: str | None) -> AsOf | None:
+    """The point of the log a page is asked for (None for now); a bad one is a 400 page saying why."""
+    try:
+        return parse_as_of(as_of_seq, as_of)
+    except BadAsOf as error:
+        raise _AsOfError(_html("error.html", 400, title="No such point of the log", message=str(error))) from None
+
+
+def _as_of_label(point: AsOf | None) -> str | None:
+    """A point of the log as the banner names it; None for now."""
+    if point is None:
+        return None
+    return f"log sequence {point.seq}" if point.seq is not None else _when(point.at) if point.at else "now"
+
+
+def _unavailable(error: HTTPException) -> HTMLResponse:
+    return _html("error.html", error.status_code, title="Not available", message=error.detail["message"])
+
+
+async def _scorecard_page(request: Request, db: DB, capability: str | None, point: AsOf | None) -> HTMLResponse:
+    try:
+        card = await scorecard_at(request, db, capability, point)
+    except HTTPException as error:
+        return _unavailable(error)
+    if capability is None:
+        rows = [(score.capability, _listing_url(capability=score.capability), score) for score in card.capabilities]
+    elif not card.capabilities:
+        when = f" as of {_as_of_label(point)}" if point else ""
+        return _html("error.html", 404, title="No such capability",
+                     message=f"No active claim has the capability {capability!r}{when}.")
+    else:
+        [score] = card.capabilities
+        rows = [(capability, _listing_url(capability=capability), score)] + [
+            (each.technique, _listing_url(capability=capability, technique=each.technique), each)
+            for each in score.techniques
+        ]
+    present = "/pages/scorecard" + (f"/{quote(capability, safe='')}" if capability else "")
+    return _html("scorecard.html", card=card, rows=rows, chart=scorecard_chart(rows), capability=capability,
+                 as_of=_as_of_label(point), present_url=present, history_url=None)
+
+
 @router.get("/pages/scorecard", response_class=HTMLResponse, dependencies=[Depends(visible_after)])
-def scorecard_page(db: DB) -> HTMLResponse:
-    """Every capability's scorecard as a chart, with its numbers in a table: the data of ``GET /scorecard``."""
-    card = read_scorecard(db, None)
-    rows = [(score.capability, _listing_url(capability=score.capability), score) for score in card.capabilities]
-    return _html("scorecard.html", card=card, rows=rows, chart=scorecard_chart(rows), capability=None)
+async def scorecard_page(request: Request, db: DB, as_of_seq: AsOfSeq = None, as_of: AsOfTime = None) -> HTMLResponse:
+    """Every capability's scorecard as a chart, with its numbers in a table: the data of ``GET /scorecard``;
+    with ``as_of_seq`` or ``as_of``, as it stood then."""
+    try:
+        point = _as_of(as_of_seq, as_of)
+    except _AsOfError as error:
+        return error.response
+    return await _scorecard_page(request, db, None, point)
 
 
 @router.get("/pages/scorecard/{capability}", response_class=HTMLResponse, dependencies=[Depends(visible_after)])
-def capability_scorecard_page(capability: str, db: DB) -> HTMLResponse:
-    """One capability's scorecard, and its techniques', as a chart and a table."""
-    card = read_scorecard(db, capability)
-    if not card.capabilities:
-        message = f"No active claim has the capability {capability!r}."
-        return _html("error.html", 404, title="No such capability", message=message)
-    [score] = card.capabilities
-    rows = [(capability, _listing_url(capability=capability), score)] + [
-        (each.technique, _listing_url(capability=capability, technique=each.technique), each) for each in score.techniques
-    ]
-    return _html("scorecard.html", card=card, rows=rows, chart=scorecard_chart(rows), capability=capability)
+async def capability_scorecard_page(
+    capability: str, request: Request, db: DB, as_of_seq: AsOfSeq = None, as_of: AsOfTime = None
+) -> HTMLResponse:
+    """One capability's scorecard, and its techniques', as a chart and a table; as of a point on request."""
+    try:
+        point = _as_of(as_of_seq, as_of)
+    except _AsOfError as error:
+        return error.response
+    return await _scorecard_page(request, db, capability, point)
 
 
 @router.get("/pages/claims/{claim_key}", response_class=HTMLResponse, dependencies=[Depends(visible_after)])
-def claim_page(claim_key: str, db: DB, request: Request) -> HTMLResponse:
-    """A claim's page, by claim id or slug, as the registry lays it out."""
-    with db.connect() as conn:
-        page = queries.claim_page(conn, claim_key)
+async def claim_page(
+    claim_key: str, db: DB, request: Request, as_of_seq: AsOfSeq = None, as_of: AsOfTime = None
+) -> HTMLResponse:
+    """A claim's page, by claim id or slug, as the registry lays it out; with ``as_of_seq`` or ``as_of``, as
+    it stood then (folded from the log, as ``GET /claims/{id}`` does), under a banner saying so."""
+    try:
+        point = _as_of(as_of_seq, as_of)
+        page = await _claim_page(request, db, claim_key, point)
+    except _AsOfError as error:
+        return error.response
     if page is None:
-        return _html("error.html", 404, title="No such claim", message=f"There is no claim {claim_key!r} in the registry.")
-    return _html("claim.html", page=page, base_url=str(request.base_url))
+        when = f" as of {_as_of_label(point)}" if point else ""
+        return _html("error.html", 404, title="No such claim",
+                     message=f"There is no claim {claim_key!r} in the registry{when}.")
+    claim = quote(page.claim_id, safe="")
+    return _html("claim.html", page=page, base_url=str(request.base_url), as_of=_as_of_label(point),
+                 present_url=f"/pages/claims/{claim}", history_url=f"/claims/{claim}/history")
+
+
+async def _claim_page(request: Request, db: DB, claim_key: str, point: AsOf | None) -> ClaimPage | None:
+    """The page now, from the read model, or as of ``point``, folded from the log; None if there is none."""
+    try:
+        if point is None:
+            return await run_in_threadpool(_live_page, db, claim_key)
+        return PAGE.validate_json((await claim_page_as_of(request, db, claim_key, point)).body)
+    except HTTPException as error:
+        if error.status_code == 404:
+            return None
+        raise _AsOfError(_unavailable(error)) from None
+
+
+def _live_page(db: DB, claim_key: str) -> ClaimPage | None:
+    with db.connect() as conn:
+        return queries.claim_page(conn, claim_key)

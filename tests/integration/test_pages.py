@@ -198,3 +198,35 @@ async def test_a_sources_caveats_stand_apart_from_its_result_on_the_page_and_in_
     assert '<div class="caveats"><strong>Measured:</strong> one seed, simulator only.</div>' in html
     text = await registry.api.http.get(f"/claims/{registry.ids['retrieval']}/text", params={"after": registry.last})
     assert "- Validated by: Recall rises on two benchmarks.. Measured: one seed, simulator only." in text.text
+
+
+async def test_the_claim_page_and_the_scorecard_show_a_past_point_of_the_log_under_a_banner(api: Api):
+    claim = random_claim_id()
+    capability = f"Recall {claim}"
+    first = await api.send("draft_claim", "ada", **{**draft(claim), "capability": capability})
+    source = await api.send("attach_source", "bot", claim_id=claim, source_id="s1", relation="validates",
+                            measured="Recall rises.")
+    drafted, attached = first.json()["last_seq"], source.json()["last_seq"]
+
+    then = await api.http.get(f"/pages/claims/{claim}", params={"as_of_seq": drafted, "after": attached})
+    assert then.status_code == 200, then.text
+    assert f"As it stood at <strong>log sequence {drafted}</strong>" in then.text
+    assert f'<a href="/pages/claims/{claim}">As it is now</a>' in then.text
+    assert f'<a href="/claims/{claim}/history">its history</a>' in then.text
+    assert "No sources yet." in then.text and "Recall rises." not in then.text
+
+    now = await api.http.get(f"/pages/claims/{claim}", params={"after": attached})
+    assert 'id="as-of"' not in now.text and "Recall rises." in now.text
+
+    before = await api.http.get(f"/pages/claims/{claim}", params={"as_of_seq": drafted - 1})
+    assert before.status_code == 404 and f"as of log sequence {drafted - 1}" in before.text
+
+    card = await api.http.get(f"/pages/scorecard/{capability}", params={"as_of_seq": drafted, "after": attached})
+    assert card.status_code == 200 and f"log sequence {drafted}" in card.text
+    gone = await api.http.get(f"/pages/scorecard/{capability}", params={"as_of_seq": drafted - 1})
+    assert gone.status_code == 404, gone.text
+    everything = await api.http.get("/pages/scorecard", params={"as_of_seq": drafted - 1})
+    assert everything.status_code == 200 and capability not in everything.text
+
+    bad = await api.http.get(f"/pages/claims/{claim}", params={"as_of_seq": "soon"})
+    assert bad.status_code == 400 and "not a log sequence" in bad.text
