@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from events import Actor
+from events import Actor, ActorKind
 from services.actors import ActorStore, ActorsUnavailable
+from services.cli_errors import validation_problems
 
 actors_app = typer.Typer(help="Actors who may write, and their bearer tokens (stored hashed).", no_args_is_help=True)
 out = Console()
@@ -31,14 +33,11 @@ def _run(work):
 @actors_app.command("add")
 def add(
     actor_id: Annotated[str, typer.Argument(help="The actor's id, as pages will show it (e.g. ada, ingest-bot).")],
-    kind: Annotated[str, typer.Option(help="person, model or service.")] = "person",
+    kind: Annotated[ActorKind, typer.Option(help="Who the actor is.")] = ActorKind.PERSON,
     model: Annotated[str | None, typer.Option(help="The model's name and version, for kind model.")] = None,
 ) -> None:
     """Add an actor (or another token for one) and print its bearer token, once."""
-    try:
-        actor = Actor(id=actor_id, kind=kind, model=model)
-    except ValueError as error:
-        raise typer.BadParameter(str(error).splitlines()[-1].strip()) from None
+    actor = _actor(actor_id, kind, model)
 
     async def work(log):
         store = await ActorStore.open(log.nc, create=True)
@@ -50,6 +49,22 @@ def add(
         f"token {record.token_id} for {actor.kind.value} [bold]{actor.id}[/bold]"
         f"{f' ({actor.model})' if actor.model else ''}: shown once, keep it secret"
     )
+
+
+def _actor(actor_id: str, kind: ActorKind, model: str | None) -> Actor:
+    """The actor to add, or an error that says what to type instead."""
+    if kind is ActorKind.MODEL and not model:
+        raise typer.BadParameter(
+            f"a model actor names its model: add --model with the model's name and version, e.g. "
+            f"claimlog actors add {actor_id} --kind model --model 'drafter-llm 2026-01'", param_hint="--model")
+    if kind is not ActorKind.MODEL and model:
+        raise typer.BadParameter(
+            f"only a model actor names a model: drop --model, or add --kind model if {actor_id} is a model",
+            param_hint="--model")
+    try:
+        return Actor(id=actor_id, kind=kind, model=model)
+    except ValidationError as error:
+        raise typer.BadParameter(validation_problems(error), param_hint="ACTOR_ID") from None
 
 
 @actors_app.command("list")

@@ -4,6 +4,7 @@ its traceback."""
 
 from __future__ import annotations
 
+from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
@@ -44,3 +45,14 @@ def _database_problem(error: DBAPIError) -> str | None:
             "run `claimlog db upgrade`, or `claimlog up`, which migrates it"
         )
     return None
+
+
+def validation_problems(error: ValidationError) -> str:
+    """A pydantic error as a person reads it: each value that is wrong, what was given, and why."""
+    problems = []
+    for problem in error.errors(include_url=False):
+        where = ".".join(map(str, problem["loc"])) or "value"
+        given = problem.get("input")
+        shown = f" (given {given!r})" if isinstance(given, str | int | float) else ""
+        problems.append(f"{where}: {problem['msg'].removeprefix('Value error, ')}{shown}")
+    return "; ".join(problems)
