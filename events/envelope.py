@@ -13,8 +13,29 @@ CLAIM_ID_PATTERN = r"^CLM-[0-9]{4,12}$"
 ClaimId = Annotated[str, StringConstraints(pattern=CLAIM_ID_PATTERN)]
 # Ids a producer chooses (sources, disagreements, reviews): safe in URLs and subjects.
 LocalId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=20_000)]
-ShortText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
+# Characters free text never keeps: C0 controls but tab and line breaks (NUL among them), DEL, and the bidi
+# embeddings, overrides and isolates (U+202E makes "txt.exe" read as "exe.txt"). They are removed wherever
+# text is read, from a command or from the log, so no page, listing or terminal ever shows them.
+_UNSHOWN = dict.fromkeys([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F,
+                          *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+
+
+def _neutralised(value: str) -> str:
+    if value.isprintable() and value.isascii():
+        return value
+    shown = value.translate(_UNSHOWN).strip()
+    if not shown:
+        raise ValueError("holds nothing but control characters")
+    return shown
+
+
+# Free text: stripped, at least one character that is not a space (the pattern says so to generated clients).
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=20_000, pattern=r"\S"),
+                 AfterValidator(_neutralised)]
+ShortText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500, pattern=r"\S"),
+                      AfterValidator(_neutralised)]
+# An actor's id, as pages show it: letters, digits and . _ @ + - (no spaces, controls or bidi characters).
+ActorId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")]
 
 
 def _aware_utc(value: datetime) -> datetime:
@@ -50,7 +71,7 @@ class Actor(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: ShortText
+    id: ActorId
     kind: ActorKind
     model: ShortText | None = Field(default=None, description="The model's name and version, when a model acted.")
 

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from events import Actor
 from events.envelope import utc_now
 from services.commands.decide import Context, Rejected, decide, referenced_claims
-from services.commands.models import Command, parse_command
+from services.commands.models import Command, DuplicateKeyError, parse_command
 from services.commands.service import already_done
 from services.commands.state import ClaimState, claim_state
 from services.log import ClaimLog, ConflictError, LogError, Pipeline
@@ -95,6 +95,8 @@ def _parse(raw: bytes) -> Command:
         raise LineProblem("line_too_long", f"a line holds at most {MAX_LINE} bytes, this one {len(raw)}")
     try:
         return parse_command(raw)
+    except DuplicateKeyError as error:
+        raise LineProblem("duplicate_key", str(error)) from None
     except ValidationError as error:
         first = error.errors()[0]
         if first["type"] == "json_invalid":

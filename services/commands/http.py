@@ -18,12 +18,27 @@ from pydantic import BaseModel, Field
 from events import Actor
 from services.actors import ActorStore, ActorsUnavailable
 from services.commands.decide import Rejected
-from services.commands.models import COMMAND_TYPES, AnyCommand, Command
+from services.commands.models import (
+    COMMAND_TYPES,
+    AnyCommand,
+    Command,
+    DuplicateKeyError,
+    refuse_duplicate_keys,
+)
 from services.commands.rate_limit import RateLimiter
 from services.commands.service import CommandService, Outcome
 from services.log import MAX_SEQ, LogError
 
-router = APIRouter(tags=["commands"])
+
+async def single_keys(request: Request) -> None:
+    """Refuse a body that names a field twice (422 ``duplicate_key``): JSON parsers keep the last silently."""
+    try:
+        refuse_duplicate_keys(await request.body())
+    except DuplicateKeyError as error:
+        raise HTTPException(422, detail={"error": "duplicate_key", "message": str(error)}) from None
+
+
+router = APIRouter(tags=["commands"], dependencies=[Depends(single_keys)])
 _VERSION = re.compile(r'^(?:W/)?"?([0-9]{1,19})"?$')
 
 

@@ -7,9 +7,10 @@ retries safe without an ``Idempotency-Key``.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+from pydantic import BaseModel, ConfigDict, Field, Strict, TypeAdapter, create_model, model_validator
 
 from events import EVENT_TYPES, Event
 from events.envelope import ClaimId
@@ -44,6 +45,53 @@ COMMANDS: dict[str, tuple[str, frozenset[str]]] = {
 }
 
 
+# Commands that must say at least one of these fields (their JSON Schemas say so too, as ``anyOf``).
+AT_LEAST_ONE: dict[str, tuple[str, ...]] = {
+    "revise_claim": ("statement", "capability", "observed_on", "technique", "falsifier"),
+    "correct_source": ("relation", "citation", "measured", "breadth"),
+    "relate_claims": ("related_claim_id", "statement"),
+}
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object that names a key twice: which key, and in which object."""
+
+    def __init__(self, key: str, path: str):
+        super().__init__(f"the JSON object at {path} names {key!r} more than once; give each field once")
+        self.key, self.path = key, path
+
+
+def refuse_duplicate_keys(data: bytes | str) -> None:
+    """Raise DuplicateKeyError if any object in the JSON names a key twice (JSON parsers keep the last one,
+    silently). Text that is not JSON passes: the validator that follows says what is wrong with it."""
+    if b'"' not in (data if isinstance(data, bytes) else data.encode()):
+        return
+    try:
+        json.loads(data, object_pairs_hook=_unique_pairs)
+    except DuplicateKeyError:
+        raise
+    except ValueError:
+        return
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise DuplicateKeyError(key, "$" if "command" in dict(pairs) else "a nested object")
+        seen[key] = value
+    return seen
+
+
+def _says_something(fields: tuple[str, ...]):
+    def check(command: Command) -> Command:
+        if all(getattr(command, name) is None for name in fields):
+            raise ValueError(f"give at least one of: {', '.join(fields)}")
+        return command
+
+    return model_validator(mode="after")(check)
+
+
 class Command(BaseModel):
     """Base of every command: the claim it acts on and, optionally, the producer's event id."""
 
@@ -69,10 +117,28 @@ def _command_model(name: str, event_type: str, decided: frozenset[str]) -> type[
     for field_name, info in event_cls.model_fields.items():
         if field_name in ENVELOPE or field_name in decided or field_name == "claim_id":
             continue
-        fields[field_name] = (info.annotation, info)
+        fields[field_name] = (_strict(info.annotation), info)
     model_name = "".join(part.title() for part in name.split("_"))
     doc = f"Ask for a {event_type} event. {event_cls.__doc__ or ''}".strip()
-    return create_model(model_name, __base__=Command, __doc__=doc, __module__=__name__, **fields)
+    validators = {}
+    if name in AT_LEAST_ONE:
+        validators["_says_something"] = _says_something(AT_LEAST_ONE[name])
+        required = [{"required": [field]} for field in AT_LEAST_ONE[name]]
+        fields["model_config"] = ConfigDict(frozen=True, extra="forbid", json_schema_extra={"anyOf": required})
+    config = fields.pop("model_config", None)
+    model = create_model(model_name, __base__=Command, __doc__=doc, __module__=__name__,
+                         __validators__=validators, **fields)
+    if config is not None:
+        model.model_config.update(config)
+        model.model_rebuild(force=True)
+    return model
+
+
+def _strict(annotation: Any) -> Any:
+    """Numbers and booleans taken as JSON gives them: no "1", 1.0 or true for 1, no 1 or "yes" for true."""
+    if annotation in (int, bool, int | None, bool | None):
+        return Annotated[annotation, Strict()]
+    return annotation
 
 
 COMMAND_TYPES: dict[str, type[Command]] = {
@@ -95,6 +161,7 @@ def parse_command(data: bytes | str | dict[str, Any]) -> Command:
     """A command from JSON (or a dict), validated; raises pydantic's ValidationError with every problem."""
     if isinstance(data, dict):
         return COMMAND_ADAPTER.validate_python(data)
+    refuse_duplicate_keys(data)
     return COMMAND_ADAPTER.validate_json(data)
 
 

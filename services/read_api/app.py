@@ -132,7 +132,7 @@ async def _log_unavailable(request: Request, error: NatsError) -> JSONResponse:
 async def _invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
     """A request that does not validate: every problem, each with where it is."""
     problems = [
-        {"where": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]} for e in error.errors()[:20]
+        {"where": ".".join(str(p) for p in e["loc"]), "problem": e["msg"].removeprefix("Value error, ")} for e in error.errors()[:20]
     ]
     summary = "; ".join(f"{p['where']}: {p['problem']}" for p in problems[:5])
     return JSONResponse({"error": "invalid_request", "message": summary, "problems": problems}, status_code=422)

@@ -51,6 +51,8 @@ def _environment() -> Environment:
     environment.filters["when"] = _when
     environment.filters["who"] = _who
     environment.filters["caveats"] = caveats
+    # One path segment: "/" encoded too (Jinja's urlencode keeps it, so "a/../b" would climb the path).
+    environment.filters["segment"] = lambda value: quote(str(value), safe="")
     environment.globals.update(
         INVITATION=INVITATION,
         UNREVIEWED_NOTE=UNREVIEWED_NOTE,

@@ -129,7 +129,7 @@ async def test_two_writers_racing_on_one_version_end_with_one_success_and_one_40
         ("record_review", "bot", {"review_id": "r9", "verdict": "sound", "confidence": "low", "revision": 1}, 403, "reviewer_not_allowed"),
         ("withdraw_source", "ada", {"source_id": "missing", "reason": "x"}, 404, "source_not_found"),
         ("attach_source", "bot", {"source_id": "s1", "relation": "supports", "measured": "again"}, 409, "source_exists"),
-        ("revise_claim", "ada", {"reason": "changes nothing"}, 422, "invalid_command"),
+        ("revise_claim", "ada", {"reason": "changes nothing"}, 422, "invalid_request"),
         ("attach_source", "bot", {"source_id": "s", "relation": "proves", "measured": "x"}, 422, "invalid_request"),
         ("relate_claims", "ada", {"related_claim_id": "CLM-00000002"}, 404, "claim_not_found"),
     ],
