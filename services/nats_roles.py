@@ -14,19 +14,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from events.subjects import ALL_EVENTS
+from services.log.servers import inbox_prefix
 
 ROLES = ("admin", "writer", "projector", "reader")
 ACTORS_BUCKET = "claimlog_actors"  # the key-value bucket of actors and token hashes (services/actors.py)
 USERS_FILE = "nats-users.json"
-INBOX = "_INBOX.>"
 
 
 @dataclass(frozen=True)
 class Permissions:
-    """Subjects a role may publish to and subscribe to; everything else is denied."""
+    """Subjects a role may publish to and subscribe to; everything else is denied.
+
+    A role subscribes to its own replies only (``_INBOX.<role>.>``, the prefix ``connect`` gives its
+    connections): a reader subscribed to ``_INBOX.>`` would otherwise see the writer's answers, the
+    actors' token records among them.
+    """
 
     publish: tuple[str, ...]
-    subscribe: tuple[str, ...] = (INBOX,)
+    subscribe: tuple[str, ...]
 
 
 def role_permissions(stream: str) -> dict[str, Permissions | None]:
@@ -44,10 +49,14 @@ def role_permissions(stream: str) -> dict[str, Permissions | None]:
     )
     return {
         "admin": None,  # creates and updates the stream and the actors bucket; operator commands
-        "writer": Permissions((ALL_EVENTS, f"{api}.INFO", *read_log, *_reads(f"KV_{ACTORS_BUCKET}"))),
-        "projector": Permissions((*read_log, *consume)),
-        "reader": Permissions(read_log),
+        "writer": _own_replies("writer", (ALL_EVENTS, f"{api}.INFO", *read_log, *_reads(f"KV_{ACTORS_BUCKET}"))),
+        "projector": _own_replies("projector", (*read_log, *consume)),
+        "reader": _own_replies("reader", read_log),
     }
+
+
+def _own_replies(role: str, publish: tuple[str, ...]) -> Permissions:
+    return Permissions(publish, subscribe=(f"{inbox_prefix(role)}.>",))
 
 
 def _reads(stream: str) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from urllib.parse import urlsplit
 
@@ -17,6 +18,8 @@ from services.log.errors import LogError
 log = logging.getLogger(__name__)
 FIRST_CONNECT_SECONDS = 10.0
 REPEAT_QUIET_SECONDS = 10.0  # the same connection error is logged at most this often
+INBOX_ROOT = "_INBOX"
+_SUBJECT_TOKEN = re.compile(r"[A-Za-z0-9_-]+")
 
 
 async def connect(
@@ -39,6 +42,7 @@ async def connect(
         name=name,
         user=user,
         password=password,
+        inbox_prefix=inbox_prefix(user),
         max_reconnect_attempts=-1,
         reconnect_time_wait=0.25,
         connect_timeout=min(5.0, first_connect_seconds),
@@ -59,6 +63,15 @@ async def connect(
         ) from None
     errors.quiet = False  # the first connection's failure says why itself; later ones only the log does
     return nc
+
+
+def inbox_prefix(user: str | None) -> str:
+    """The prefix of a NATS user's reply subjects (``_INBOX.<user>``): each role's replies under a prefix of
+    its own, which the server lets only that role subscribe to (services/nats_roles.py). Without a user
+    name fit for a subject, nats-py's default."""
+    if user is not None and _SUBJECT_TOKEN.fullmatch(user):
+        return f"{INBOX_ROOT}.{user}"
+    return INBOX_ROOT
 
 
 class ErrorLog:

@@ -15,7 +15,7 @@ from projections.registry import build_projections
 from services.db import make_engine, require_current
 from services.generations import Generations
 from services.log import ClaimLog, LogError
-from services.log.servers import ErrorLog, connect, split_credentials
+from services.log.servers import ErrorLog, connect, inbox_prefix, split_credentials
 from services.projector.runner import Projector
 from services.projector.shares import Shares, level
 from services.replay import rebuild_if_stale
@@ -38,6 +38,7 @@ class ProjectorService:
             reconnect_time_wait=0.25,
             error_cb=ErrorLog(nats_url).report,  # FastStream says nothing while it cannot connect
             security=NatsUserPassword(user, password) if user is not None else None,
+            inbox_prefix=inbox_prefix(user),
         )
         self.app = FastStream(self.broker)
         self.app.after_startup(self._start)

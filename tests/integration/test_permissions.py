@@ -161,3 +161,55 @@ def test_a_redacted_url_shows_the_user_but_not_the_password(server: EmbeddedNats
     assert shown == f"{url},{url}".replace(password, "***")
     assert redact("nats://s3cret-token@nats-1:4222") == "nats://***@nats-1:4222"
     assert redact("nats://nats-1:4222") == "nats://nats-1:4222"
+
+
+async def spy_on_every_inbox(nc: Client) -> list[bytes]:
+    """Subscribe ``nc`` to every reply subject and collect what it gets."""
+    seen: list[bytes] = []
+
+    async def keep(msg) -> None:
+        seen.append(msg.data)
+
+    await nc.subscribe("_INBOX.>", cb=keep)
+    await nc.flush(timeout=2)
+    return seen
+
+
+@pytest.mark.parametrize("spy", ["reader", "projector"])
+async def test_no_role_reads_the_writers_token_lookup_replies(server: EmbeddedNats, admin_log: ClaimLog, spy: str):
+    bucket = await admin_log.nc.jetstream().create_key_value(KeyValueConfig(bucket=ACTORS_BUCKET, history=4, direct=True))
+    await bucket.put("token.abc", b'{"token_id": "abc", "actor": "ada"}')
+    spying = await connect(server.url_for(spy), name=f"test-{spy}-spy")
+    writer = await as_role(server, "writer")
+    try:
+        seen = await spy_on_every_inbox(spying)
+        kv = await writer.nc.jetstream(timeout=2).key_value(ACTORS_BUCKET)
+        assert (await kv.get("token.abc")).value == b'{"token_id": "abc", "actor": "ada"}'
+        await spying.flush(timeout=2)
+        assert permission_refused(spying)
+        assert seen == []
+    finally:
+        await writer.nc.close()
+        await spying.close()
+
+
+async def test_each_role_answers_come_under_its_own_inbox_prefix(server: EmbeddedNats, admin_log: ClaimLog, claim_id: str):
+    await admin_log.append(claim_id, history(claim_id), expected_seq=0, prev_hash=None)
+    reader = await as_role(server, "reader")
+    try:
+        assert reader.nc.new_inbox().startswith("_INBOX.reader.")
+        assert [s.seq for s in await reader.read_claim(claim_id)] == list(range(1, len(history(claim_id)) + 1))
+        assert not permission_refused(reader.nc)
+    finally:
+        await reader.nc.close()
+
+
+async def test_a_raw_client_with_the_default_inbox_gets_no_answer_as_reader(server: EmbeddedNats, admin_log: ClaimLog):
+    password = read_passwords(server.data_dir)["reader"]
+    raw = await nats.connect(server.url, user="reader", password=password, allow_reconnect=False)
+    try:
+        with pytest.raises(REFUSED):
+            await raw.request("$JS.API.STREAM.INFO.CLAIMS", b"", timeout=1)
+        assert permission_refused(raw)
+    finally:
+        await raw.close()
