@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from difflib import SequenceMatcher
 from typing import Annotated, Any
 
 import typer
@@ -10,8 +11,11 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+from sqlalchemy.exc import DBAPIError
 
 from events import EVENT_TYPES, ActorKind
+from services.db import DatabaseNotReadyError
+from services.ingest.page_format import caveats
 from services.runtime import open_log, run
 from services.settings import Settings
 from services.timeline.as_of import AsOf, BadAsOf, is_claim_id, page_json_as_of, parse_as_of
@@ -92,8 +96,11 @@ async def _page_json(settings: Settings, key: str, point: AsOf | None) -> bytes 
         doc = await page_json_as_of(claim_log, claim_id, point)
     if doc is None:
         return None
-    with Generations(settings.resolved_database_url()).active()[1].connect() as conn:
-        return shaped_page(conn, doc.decode(), point or AsOf())
+    try:  # the read models only resolve related claims to their pages; the page itself is the log's
+        with Generations(settings.resolved_database_url()).active()[1].connect() as conn:
+            return shaped_page(conn, doc.decode(), point or AsOf())
+    except (DatabaseNotReadyError, DBAPIError):
+        return doc
 
 
 async def _history(settings: Settings, key: str) -> list[Entry] | None:
@@ -118,22 +125,54 @@ def _who(actor: dict | None) -> str:
     return f"{actor['id']} ({actor['kind']}{', ' + actor['model'] if actor.get('model') else ''})"
 
 
+def _status_line(status: dict[str, Any]) -> str:
+    """Lifecycle and review state, and standing only where it moves one: as the HTML page says it."""
+    parts = [status["lifecycle"], status["review_state"]]
+    if status["unreviewed_model_draft"]:
+        parts.append("unreviewed model draft: moves no standing, left out of the scorecard")
+    elif status["moves_standing"]:
+        parts.append(f"standing {status['standing']}")
+    if not status["unreviewed_model_draft"]:
+        parts.append("counts toward the scorecard" if status["counts_toward_scorecard"] else "left out of the scorecard")
+    return " · ".join(parts)
+
+
+def _notes(notes: dict[str, Any]) -> list[str]:
+    lines = [f"drafted confidence: {notes['drafted_confidence']}"] if notes.get("drafted_confidence") else []
+    if notes.get("falsifier_as_drafted"):
+        lines.append(f"falsifier as drafted: {notes['falsifier_as_drafted']}")
+    if notes.get("falsifier_now") and notes["falsifier_now"] != notes.get("falsifier_as_drafted"):
+        lines.append(f"falsifier now: {notes['falsifier_now']}")
+    return lines
+
+
+def _source_text(source: dict[str, Any]) -> Text:
+    """What a source measured, its caveats labelled apart, and whether the text was cut short."""
+    text = Text(source["measured"])
+    if source.get("breadth"):
+        label, caveats_text = caveats(source["breadth"])
+        text.append(f"\n{label} ", style="bold").append(caveats_text)
+    if source.get("truncated"):
+        text.append(" [truncated]", style="dim")
+    return text
+
+
 def render_page(page: dict[str, Any]) -> Group:
-    """A claim page for the terminal: the claim, its status and counts, then its lists."""
+    """A claim page for the terminal: what the HTML page shows, in the same words."""
     status = page["status"]
     head = Text.assemble(
         (page["statement"], "bold"), "\n\n",
         f"capability: {page['capability']}", f"   technique: {page['technique']}" if page["technique"] else "", "\n",
         f"observed on: {page['observed_on']}\n",
-        f"{status['lifecycle']} · {status['standing']} · {status['review_state']}",
-        " · unreviewed model draft (left out of the scorecard)" if status["unreviewed_model_draft"] else "", "\n",
+        _status_line(status), "\n",
+        *(f"{line}\n" for line in _notes(page["notes"])),
         (f"drafted by {_who(page['notes']['drafted']['by'])}, as of sequence {page['as_of_seq']} ({page['as_of_time']})", "dim"),
     )
     parts: list[Any] = [Panel(head, title=f"{page['claim_id']} · revision {page['revision']}", title_align="left")]
     sources = Table("source", "relation", "measured", "brought by", title="Sources", title_justify="left")
     for s in page["sources"]:
         style = "strike dim" if s["state"] == "withdrawn" else ""
-        sources.add_row(s["source_id"], s["relation"], s["measured"], _who(s["brought"]["by"]), style=style)
+        sources.add_row(s["source_id"], s["relation"], _source_text(s), _who(s["brought"]["by"]), style=style)
     disagreements = Table("disagreement", "argument", "filed by", "state", title="Disagreements", title_justify="left")
     for d in page["disagreements"]:
         disagreements.add_row(d["disagreement_id"], d["argument"], _who(d["filed"]["by"]), d["outcome"] or d["state"])
@@ -153,9 +192,28 @@ def history_table(claim: str, entries: list[Entry]) -> Table:
     table = Table("seq", "stored", "type", "actor", "rev", "changes", title=f"History of {claim}", title_justify="left")
     for e in entries:
         actor = _who(e.actor.model_dump(mode="json")) if e.actor else ""
-        changes = "\n".join(f"{c.field}: {c.before!r} → {c.after!r}" for c in e.diff or [])
+        changes = Text("\n").join(_change(c.field, c.before, c.after) for c in e.diff or [])
         if e.unreadable:
-            changes = f"[red]unreadable: {e.unreadable}[/red]"
+            changes = Text(f"unreadable: {e.unreadable}", style="red")
         stored = e.stored_at.isoformat(timespec="seconds")
         table.add_row(str(e.seq), stored, e.type, actor, str(e.revision or ""), changes)
     return table
+
+
+def _change(field: str, before: Any, after: Any) -> Text:
+    """One field's change: short values whole, texts as the words removed (red, struck) and added (green)."""
+    line = Text(f"{field}: ", style="bold")
+    if not (isinstance(before, str) and isinstance(after, str)) or max(len(before), len(after)) <= 60:
+        return line.append(f"{before!r} → {after!r}")
+    old, new = before.split(), after.split()
+    for tag, i1, i2, j1, j2 in SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            kept = old[i1:i2]
+            line.append(" ".join(kept) if len(kept) <= 8 else f"{' '.join(kept[:3])} … {' '.join(kept[-3:])}")
+        else:
+            if i2 > i1:
+                line.append(" ".join(old[i1:i2]), style="red strike")
+            if j2 > j1:
+                line.append(" " if i2 > i1 else "").append(" ".join(new[j1:j2]), style="green")
+        line.append(" ")
+    return line

@@ -127,6 +127,11 @@ def test_ingest_starts_the_log_of_a_new_data_directory_and_reads_make_no_databas
     history = claimlog("history", "CLM-0338", "--json", cwd=tmp_path)
     assert history.returncode == 0, history.stderr
     assert json.loads(history.stdout)[0]["type"] == "ClaimDrafted"
+    shown = claimlog("show", "CLM-0338", cwd=tmp_path)  # folded from the log alone
+    assert shown.returncode == 0, shown.stderr
+    assert "unreviewed model draft: moves no standing" in shown.stdout and "standing validated" not in shown.stdout
+    assert "Measured across three model sizes" in shown.stdout and "[truncated]" in shown.stdout
+    assert "drafted confidence: low" in shown.stdout and "falsifier as drafted: An implementation" in shown.stdout
     by_slug = claimlog("show", "a-slug-is-looked-up-in-the-read-models", cwd=tmp_path)
     assert_explained(by_slug, "there is no read-model database at sqlite:///", "run `claimlog db upgrade`")
     assert not (tmp_path / ".claimlog" / "claimlog.sqlite3").exists()
