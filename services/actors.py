@@ -18,12 +18,13 @@ from datetime import datetime
 
 from nats.aio.client import Client
 from nats.js.api import KeyValueConfig, StorageType
-from nats.js.errors import BucketNotFoundError, KeyNotFoundError, NotFoundError
+from nats.js.errors import APIError, BucketNotFoundError, KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 from pydantic import BaseModel, ConfigDict
 
 from events import Actor
 from events.envelope import utc_now
+from services.log.replication import cannot_hold, ensure_replicas
 
 BUCKET = "claimlog_actors"
 TOKEN_PREFIX = "clm_"
@@ -44,6 +45,26 @@ class ActorsUnavailable(RuntimeError):
     """The actors bucket does not exist yet: no actor has been added."""
 
 
+async def _create_bucket(nc: Client, replicas: int) -> KeyValue:
+    config = KeyValueConfig(
+        bucket=BUCKET, history=16, storage=StorageType.FILE, replicas=replicas, direct=True,
+        description="claimlog actors and the hashes of their bearer tokens",
+    )
+    try:
+        return await nc.jetstream().create_key_value(config)
+    except APIError as error:
+        raise cannot_hold(f"the token store (bucket {BUCKET})", replicas, error) from None
+
+
+async def ensure_store_replicas(nc: Client, replicas: int) -> None:
+    """Raise the token store's replicas to ``replicas`` at start-up, when it exists (``actors add`` creates it)."""
+    try:
+        info = await nc.jetstream().stream_info(f"KV_{BUCKET}")
+    except NotFoundError:
+        return
+    await ensure_replicas(nc, info, replicas, what=f"the token store (bucket {BUCKET})", change=True)
+
+
 def token_hash(token: str) -> str:
     """The SHA-256 of a token, as stored."""
     return hashlib.sha256(token.encode()).hexdigest()
@@ -57,20 +78,20 @@ class ActorStore:
 
     @classmethod
     async def open(cls, nc: Client, *, create: bool = False, replicas: int = 1) -> ActorStore:
-        """The store on ``nc``; ``create`` makes the bucket when missing (needs admin rights)."""
+        """The store on ``nc``; ``create`` makes the bucket with ``replicas`` copies when missing, or raises an
+        existing one's to them (needs admin rights)."""
         js = nc.jetstream()
         try:
-            return cls(await js.key_value(BUCKET))
+            kv = await js.key_value(BUCKET)
         except (BucketNotFoundError, NotFoundError):
             if not create:
                 raise ActorsUnavailable(
                     f"no actors yet (the key-value bucket {BUCKET} does not exist): add one with `claimlog actors add`"
                 ) from None
-        config = KeyValueConfig(
-            bucket=BUCKET, history=16, storage=StorageType.FILE, replicas=replicas, direct=True,
-            description="claimlog actors and the hashes of their bearer tokens",
-        )
-        return cls(await js.create_key_value(config))
+            return cls(await _create_bucket(nc, replicas))
+        if create:
+            await ensure_store_replicas(nc, replicas)
+        return cls(kv)
 
     async def issue(self, actor: Actor) -> tuple[str, TokenRecord]:
         """A new token for ``actor``: the token itself (shown once) and its record."""

@@ -40,7 +40,7 @@ def add(
     actor = _actor(actor_id, kind, model)
 
     async def work(log):
-        store = await ActorStore.open(log.nc, create=True)
+        store = await ActorStore.open(log.nc, create=True, replicas=log.spec.replicas)
         return await store.issue(actor)
 
     token, record = _run(work)

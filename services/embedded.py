@@ -38,23 +38,34 @@ def nats_server_binary() -> Path:
 
 
 def running_url(data_dir: Path, role: str = "admin") -> str | None:
-    """The URL, with ``role``'s credentials, of an embedded server already serving this data directory, if one is alive."""
+    """The URL, with ``role``'s credentials, of the embedded server (or local cluster: its nodes' URLs,
+    comma-separated) already serving this data directory, if one is alive."""
     try:
         record = json.loads((data_dir / URL_FILE).read_text())
-        os.kill(record["pid"], 0)
-    except (OSError, ValueError, KeyError):
+        pids, urls = record.get("pids", [record.get("pid")]), record.get("urls", [record.get("url")])
+    except (OSError, ValueError, AttributeError):
         return None
-    if not _accepts(record["url"]):
+    live = [url for pid, url in zip(pids, urls, strict=False) if isinstance(url, str) and _alive(pid) and accepts(url)]
+    if not live:
         return None
     passwords = read_passwords(data_dir)
     if not passwords:
-        return record["url"]  # a server started before claimlog had users: it has no authorization
+        return ",".join(live)  # a server started before claimlog had users: it has no authorization
     if role not in passwords:
         raise EmbeddedNatsError(f"no password for the NATS role {role!r} in {data_dir}")
-    return with_credentials(record["url"], role, passwords[role])
+    return ",".join(with_credentials(url, role, passwords[role]) for url in live)
 
 
-def _accepts(url: str) -> bool:
+def _alive(pid: object) -> bool:
+    try:
+        os.kill(int(pid), 0)  # type: ignore[call-overload]
+    except (OSError, TypeError, ValueError):
+        return False
+    return True
+
+
+def accepts(url: str) -> bool:
+    """Whether something accepts connections at ``nats://host:port``."""
     host, port = url.removeprefix("nats://").rsplit(":", 1)
     try:
         with socket.create_connection((host, int(port)), timeout=0.5):
@@ -129,7 +140,7 @@ class EmbeddedNats:
                     url = json.loads(ports.read_text())["nats"][0]
                 except (ValueError, KeyError, IndexError):
                     url = None
-                if url and _accepts(url):
+                if url and accepts(url):
                     return url
             time.sleep(0.02)
         self.stop()

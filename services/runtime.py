@@ -7,11 +7,14 @@ import gc
 import logging
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import nats.errors
 
+from services.actors import ensure_store_replicas
 from services.embedded import EmbeddedNats, running_url
+from services.local_cluster import LocalCluster, cluster_nodes
 from services.log import ClaimLog, LogConfigError, StreamSpec, connect
 from services.log.durability import warn_if_server_not_synced
 from services.settings import Settings
@@ -23,7 +26,7 @@ T = TypeVar("T")
 def stream_spec(settings: Settings) -> StreamSpec:
     """The stream claimlog runs on, from settings."""
     server_sync = None if settings.nats_url else settings.nats_sync  # the embedded server's, which claimlog configures
-    return StreamSpec(settings.stream, settings.stream_replicas, settings.duplicate_window_seconds, server_sync)
+    return StreamSpec(settings.stream, settings.nats_replicas, settings.duplicate_window_seconds, server_sync)
 
 
 @asynccontextmanager
@@ -38,17 +41,31 @@ async def nats_server(settings: Settings, *, role: str = "admin") -> AsyncIterat
     if url is not None:
         yield url
         return
-    if role in ("reader", "projector") and not (settings.data_dir / "jetstream").is_dir():
+    if role in ("reader", "projector") and not holds_log(settings.data_dir):
         raise LogConfigError(
             f"no claim log in {settings.data_dir.resolve()} yet: `claimlog up` or `claimlog ingest` starts one there "
             "(or set CLAIMLOG_DATA_DIR, or CLAIMLOG_NATS_URL, to where the log is)"
         )
-    embedded = EmbeddedNats(settings.data_dir, sync=settings.nats_sync, stream=settings.stream)
-    await asyncio.to_thread(embedded.start)
+    server = local_server(settings)
+    await asyncio.to_thread(server.start)
     try:
-        yield embedded.url_for(role)
+        yield server.url_for(role)
     finally:
-        await asyncio.to_thread(embedded.stop)
+        await asyncio.to_thread(server.stop)
+
+
+def local_server(settings: Settings, *, cluster: int | None = None) -> EmbeddedNats | LocalCluster:
+    """The data directory's own NATS: its local cluster when it holds one (or ``cluster`` nodes are asked
+    for), else the single embedded server."""
+    size = cluster or cluster_nodes(settings.data_dir)
+    if size:
+        return LocalCluster(settings.data_dir, size=size, sync=settings.nats_sync, stream=settings.stream)
+    return EmbeddedNats(settings.data_dir, sync=settings.nats_sync, stream=settings.stream)
+
+
+def holds_log(data_dir: Path) -> bool:
+    """Whether the data directory holds a store of the embedded server or of a local cluster's first node."""
+    return (data_dir / "jetstream").is_dir() or (data_dir / "node-1" / "jetstream").is_dir()
 
 
 @asynccontextmanager
@@ -89,9 +106,10 @@ async def ready(claim_log: ClaimLog, *, create: bool = True) -> None:
 
 
 async def ensure_log(settings: Settings) -> None:
-    """Create or verify the stream as admin (``claimlog up``, ``claimlog ingest`` on the embedded default, and the
+    """Create or verify the stream, and the replicas of the token store, as admin (``claimlog up``, ``claimlog ingest`` on the embedded default, and the
     deploy's one-shot ``stream`` service)."""
     async with open_log(settings, client_name="claimlog-stream", role="admin") as claim_log:
+        await ensure_store_replicas(claim_log.nc, settings.nats_replicas)
         if settings.nats_url:  # a server claimlog did not configure: ask it (as admin, once) whether it syncs
             await warn_if_server_not_synced(claim_log.nc)
 

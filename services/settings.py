@@ -34,7 +34,10 @@ class Settings(BaseSettings):
     )
     database_url: str | None = Field(default=None, description="SQLAlchemy URL; unset uses SQLite in data_dir.")
     stream: str = Field(default=DEFAULT_STREAM, pattern=r"^[A-Za-z0-9_-]+$")
-    stream_replicas: int = Field(default=1, ge=1, le=5)
+    nats_replicas: int = Field(
+        default=1, ge=1, le=5,
+        description="Copies of everything claimlog keeps on NATS (the log and the token store): 3 on a cluster.",
+    )
     duplicate_window_seconds: float = Field(default=300.0, ge=120.0)
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8000, ge=0, le=65535)

@@ -33,7 +33,7 @@ def replication_risk(info: StreamInfo, nc: Client) -> str | None:
     return (
         f"stream {info.config.name} has 1 replica on a cluster ({cluster}): every acknowledged event is on one "
         "server's disk, and lost with it. Set its replicas to 3 (`nats stream edit`, or create it with "
-        "CLAIMLOG_STREAM_REPLICAS=3)."
+        "CLAIMLOG_NATS_REPLICAS=3)."
     )
 
 

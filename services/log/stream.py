@@ -7,11 +7,12 @@ from dataclasses import dataclass
 
 from nats.aio.client import Client
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig, StreamInfo
-from nats.js.errors import NotFoundError
+from nats.js.errors import APIError, NotFoundError
 
 from events.subjects import ALL_EVENTS
 from services.log.durability import warn_if_not_durable
 from services.log.errors import LogConfigError
+from services.log.replication import cannot_hold, ensure_replicas
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +50,9 @@ class StreamSpec:
 
 
 async def ensure_stream(nc: Client, spec: StreamSpec, *, create: bool = True) -> StreamInfo:
-    """Create the stream if it is missing (``create``; else say so); refuse, with the reason, one that lets events be removed; warn
-    loudly about one that a crash could take acknowledged events from (not replicated, or not synced)."""
+    """Create the stream if it is missing (``create``; else say so); refuse, with the reason, one that lets events be removed;
+    raise its replicas to the spec's (``create``; else refuse fewer); warn loudly about one that a crash could take
+    acknowledged events from (not replicated, or not synced)."""
     js = nc.jetstream()
     try:
         info = await js.stream_info(spec.name)
@@ -60,8 +62,11 @@ async def ensure_stream(nc: Client, spec: StreamSpec, *, create: bool = True) ->
                 f"stream {spec.name} does not exist on this NATS server yet: `claimlog up` creates it "
                 "(or the deployment's `stream` job, as admin)"
             ) from None
-        log.info("creating stream %s", spec.name)
-        info = await js.add_stream(spec.config())
+        log.info("creating stream %s with %s replica(s)", spec.name, spec.replicas)
+        try:
+            info = await js.add_stream(spec.config())
+        except APIError as error:
+            raise cannot_hold(f"stream {spec.name}", spec.replicas, error) from None
         warn_if_not_durable(nc, info, sync=spec.server_sync)
         return info
     problems = alteration_risks(info.config)
@@ -71,6 +76,7 @@ async def ensure_stream(nc: Client, spec: StreamSpec, *, create: bool = True) ->
             "claimlog refuses to run on it: the log is its only source of truth. "
             "Fix the stream's configuration (or point CLAIMLOG_STREAM at another stream) and start again."
         )
+    info = await ensure_replicas(nc, info, spec.replicas, what=f"stream {spec.name}", change=create)
     warn_if_not_durable(nc, info, sync=spec.server_sync)
     return await _enable_what_appends_need(nc, info, spec)
 

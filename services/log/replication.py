@@ -1,0 +1,53 @@
+"""Every stream claimlog keeps on NATS (the log, and the token store's bucket) has the replicas asked of it.
+
+One setting, CLAIMLOG_NATS_REPLICAS, says how many copies: each stream is created with them, and an
+existing one with fewer is raised to them by the admin at start-up (JetStream copies it to the new
+peers). Servers that cannot hold that many copies (a single server, or a cluster smaller than asked)
+stop the start with the reason, rather than leaving one copy where three were asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from nats.aio.client import Client
+from nats.js.api import StreamInfo
+from nats.js.errors import APIError
+
+from services.log.errors import LogConfigError
+
+log = logging.getLogger(__name__)
+SETTING = "CLAIMLOG_NATS_REPLICAS"
+
+
+def replicas_of(info: StreamInfo) -> int:
+    """The copies a stream is configured to keep."""
+    return info.config.num_replicas or 1
+
+
+def cannot_hold(what: str, wanted: int, error: APIError) -> LogConfigError:
+    """The error for servers that refuse ``wanted`` copies of ``what``."""
+    return LogConfigError(
+        f"{what} needs {wanted} replicas ({SETTING}={wanted}) and the NATS servers cannot hold them "
+        f"({error.description}): run a JetStream cluster of at least {wanted} servers (`claimlog up --cluster 3` "
+        f"on one machine, deploy/compose.yaml across machines), or lower {SETTING}"
+    )
+
+
+async def ensure_replicas(nc: Client, info: StreamInfo, wanted: int, *, what: str, change: bool) -> StreamInfo:
+    """``info``'s stream with at least ``wanted`` replicas: raised to them when ``change`` (the admin at
+    start-up), else a ``LogConfigError`` saying how many it has and who can raise them."""
+    has = replicas_of(info)
+    if has >= wanted:
+        return info
+    if not change:
+        raise LogConfigError(
+            f"{what} has {has} replica(s), fewer than {SETTING}={wanted}: a lost server can take it with it. "
+            "`claimlog up` (or the deployment's `stream` job, as admin) raises its replicas"
+        )
+    log.warning("raising %s from %s to %s replicas (%s)", what, has, wanted, SETTING)
+    info.config.num_replicas = wanted
+    try:
+        return await nc.jetstream().update_stream(info.config)
+    except APIError as error:
+        raise cannot_hold(what, wanted, error) from None
