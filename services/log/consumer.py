@@ -66,6 +66,7 @@ class DurableConsumer:
         self._owed = 0
         self._heard_at = 0.0  # loop time of the last message or heartbeat
         self._sub = None
+        self._delivered = 0  # the consumer sequence of the last delivery taken (0: none since start)
 
     async def start(self, after_seq: int) -> None:
         """(Re)create the durable consumer so it delivers every event after ``after_seq``."""
@@ -76,6 +77,7 @@ class DurableConsumer:
         # Each message as it is parsed, its headers unparsed: a stored event's own are never read.
         self._sub = await subscribe_plain(self._nc, self._nc.new_inbox(), self._on_frame)
         self._owed = 0
+        self._delivered = 0
         self._heard_at = asyncio.get_running_loop().time()
 
     def _config(self, after_seq: int) -> ConsumerConfig:
@@ -156,6 +158,21 @@ class DurableConsumer:
         await self._nc.publish(subject, json.dumps(request).encode(), reply=self._sub.subject)
         self._owed += wanted
 
+    def _check_contiguous(self, delivered: int, seq: int) -> None:
+        """Refuse a delivery past one that never arrived. The server counts every delivery it sends; when
+        a connection breaks (a restarted server) deliveries in flight are lost, yet the server goes on
+        after them and would send them again only after the ack wait. Acknowledging what follows
+        (ack-all) would acknowledge them unseen: the caller must start again from its checkpoint. A
+        count that goes back (a server restarted from an older state) only means deliveries again."""
+        if self._delivered and delivered > self._delivered + 1:
+            missed = delivered - self._delivered - 1
+            self._delivered = 0
+            raise LogError(
+                f"consumer {self._name} skipped {missed} deliveries before sequence {seq} (lost with a "
+                "connection): start again from the checkpoint"
+            )
+        self._delivered = delivered
+
     def _on_frame(self, subject: str, reply: str, data: bytes, headers: RawHeaders | dict[str, str]) -> None:
         self._queue.put_nowait((subject, reply, data, headers))
 
@@ -164,7 +181,9 @@ class DurableConsumer:
         status = headers.get("Status")
         if status is None:
             self._owed -= 1
-            batch.append(Delivery(*_position(reply), subject, data, reply, headers))
+            seq, delivered, stored_ns = _read_ack(reply)
+            self._check_contiguous(delivered, seq)
+            batch.append(Delivery(seq, stored_ns, subject, data, reply, headers))
             return
         if status == "100":
             return  # idle heartbeat
@@ -178,10 +197,17 @@ class DurableConsumer:
 
 
 def _position(reply: str) -> tuple[int, int]:
-    """The stream sequence and the store time (Unix nanoseconds) in a JetStream ack subject, read at once."""
+    """The stream sequence and the store time (Unix nanoseconds) in a JetStream ack subject."""
+    seq, _, stored_ns = _read_ack(reply)
+    return seq, stored_ns
+
+
+def _read_ack(reply: str) -> tuple[int, int, int]:
+    """The stream sequence, the consumer's delivery count and the store time (Unix nanoseconds) in a
+    JetStream ack subject, read at once."""
     tokens = reply.split(".")
     at = _sequence_at(tokens, reply)
-    return int(tokens[at]), int(tokens[at + 2])
+    return int(tokens[at]), int(tokens[at + 1]), int(tokens[at + 2])
 
 
 def _sequence_at(tokens: list[str], reply: str) -> int:

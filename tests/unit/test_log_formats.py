@@ -7,7 +7,7 @@ from nats.aio.client import Client
 
 from services.log import LogError, PublishError
 from services.log.connection import RESTORED_TIME, FastHeadersClient, RawHeaders, encode_headers
-from services.log.consumer import Delivery, _position
+from services.log.consumer import Delivery, DurableConsumer, _position
 from services.log.reader import parse_store_time, store_time_from_ns
 from services.log.writer import parse_ack
 
@@ -130,3 +130,19 @@ def test_a_reply_that_is_no_acknowledgement_says_why():
     for data in (b"", b"[1]", b"\xff"):
         with pytest.raises(PublishError, match="the append to CLM-0338: the server's answer is not an acknowledgement"):
             parse_ack(data, RawHeaders(None), what)
+
+
+def _frame(seq: int, delivered: int) -> tuple[str, str, bytes, dict[str, str]]:
+    reply = f"$JS.ACK.CLAIMS.projector.1.{seq}.{delivered}.1796230567939147999.0"
+    return "claims.CLM-0001.ClaimDrafted", reply, b"{}", {}
+
+
+def test_a_delivery_past_one_lost_with_a_connection_is_refused_and_a_repeated_one_is_not():
+    consumer = DurableConsumer(Client(), "CLAIMS", "projector")
+    batch: list[Delivery] = []
+    for seq, delivered in ((10, 1), (11, 2), (10, 1), (11, 2), (12, 3)):  # the server sent 10 and 11 again
+        consumer._take(_frame(seq, delivered), batch)
+    assert [d.seq for d in batch] == [10, 11, 10, 11, 12]
+    with pytest.raises(LogError, match="skipped 2 deliveries before sequence 15"):
+        consumer._take(_frame(15, 6), batch)  # deliveries 4 and 5 (sequences 13 and 14) never arrived
+    consumer._take(_frame(13, 1), batch)  # started again: counting starts again
