@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cache
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, DateTime, Dialect, Executable, Insert, Table
+from sqlalchemy import Connection, Dialect, Executable, Insert, Table
 from sqlalchemy.dialects import postgresql, sqlite
 
 CHUNK = 500  # keys per IN (...) list: well under SQLite's and PostgreSQL's parameter limits
@@ -163,29 +161,6 @@ def _prepare(dialect: Dialect, statement: Executable) -> _Prepared:
     return _Prepared(str(compiled), names, processors, compiled.positional)
 
 
-# SQLAlchemy's storage format of a DATETIME on SQLite (sqlalchemy.dialects.sqlite.DATETIME).
-SQLITE_DATETIME_FORMAT = "%(year)04d-%(month)02d-%(day)02d %(hour)02d:%(minute)02d:%(second)02d.%(microsecond)06d"
-# The same format taking the fields in that order: "%04d-%02d-%02d %02d:%02d:%02d.%06d".
-_SQLITE_DATETIME_TEXT = re.sub(r"%\(\w+\)", "%", SQLITE_DATETIME_FORMAT)
-
-
 def _bind_processor(type_, dialect: Dialect) -> Callable[[Any], Any] | None:
-    """The type's own bind conversion; for SQLite's datetimes, the same text in fewer steps.
-
-    SQLAlchemy builds the text with a ``%`` of seven named fields; the same format with the fields
-    given in order is cheaper (and cheaper than ``isoformat``, which must then drop the offset).
-    The projector binds a time with every event it records (a contributor's activity line).
-    """
-    process = type_._cached_bind_processor(dialect)
-    if process is None or dialect.name != "sqlite" or not isinstance(type_, DateTime):
-        return process
-    if getattr(dialect.type_descriptor(type_), "_storage_format", None) != SQLITE_DATETIME_FORMAT:
-        return process
-
-    def sqlite_datetime(value: Any) -> Any:
-        # The fields SQLAlchemy formats (local to the value's own offset, which is dropped).
-        if type(value) is datetime:
-            return _SQLITE_DATETIME_TEXT % (value.year, value.month, value.day, value.hour, value.minute, value.second, value.microsecond)
-        return process(value)
-
-    return sqlite_datetime
+    """The type's own bind conversion on ``dialect`` (SQLite's datetimes to text, for one)."""
+    return type_.dialect_impl(dialect).bind_processor(dialect)

@@ -21,7 +21,7 @@ import asyncio
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from events import Actor, Event, new_event_id
@@ -65,6 +65,14 @@ class Outcome:
         return self.events[-1].seq
 
 
+@dataclass
+class _ClaimTurn:
+    """The lock the commands on one claim take turns with, and how many of them hold it or wait for it."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    commands: int = 0
+
+
 class CommandService:
     """Decides commands against the log and appends what they produce."""
 
@@ -72,7 +80,7 @@ class CommandService:
         self._log, self._clock = log, clock
         self._states: OrderedDict[str, ClaimState] = OrderedDict()
         self._cached_claims = cached_claims
-        self._claim_locks: dict[str, asyncio.Lock] = {}
+        self._claim_turns: dict[str, _ClaimTurn] = {}
 
     async def execute(
         self,
@@ -87,13 +95,15 @@ class CommandService:
         Commands on one claim take turns in this process (they would only refuse each other's expected
         sequence); other processes writing the same claim are caught by the expected sequence.
         """
-        lock = self._claim_locks.setdefault(command.claim_id, asyncio.Lock())
+        turn = self._claim_turns.setdefault(command.claim_id, _ClaimTurn())
+        turn.commands += 1
         try:
-            async with lock:
+            async with turn.lock:
                 return await self._execute(command, actor, idempotency_key, expected_version)
         finally:
-            if not lock.locked() and not lock._waiters:  # noqa: SLF001 - drop idle locks, keep the map small
-                self._claim_locks.pop(command.claim_id, None)
+            turn.commands -= 1
+            if turn.commands == 0:  # no command holds or awaits the claim: drop it, keep the map small
+                self._claim_turns.pop(command.claim_id, None)
 
     async def _execute(
         self, command: Command, actor: Actor, idempotency_key: str | None, expected_version: int | None

@@ -1,10 +1,9 @@
-"""claimlog's NATS client: headers parsed in fewer steps, and many small messages handed straight from the parser."""
+"""claimlog's NATS client: header blocks published as they are encoded, and many small messages handed straight from the parser."""
 
 from __future__ import annotations
 
 import functools
 import logging
-import re
 from collections.abc import Callable
 
 from nats.aio.client import NATS_HDR_LINE_SIZE, Client
@@ -17,35 +16,18 @@ log = logging.getLogger(__name__)
 RESTORED_TIME = "Claimlog-Stored-At"
 _STATUS_MARK = b" "  # "NATS/1.0 100 ..." : a status line from the server (heartbeat, flow control, 404)
 
-
-_WHITESPACE = re.compile(r"\s")
 # A plain subscription's handler: (subject, reply, data, headers), headers a RawHeaders or nats-py's dict.
 Sink = Callable[[str, str, bytes, "RawHeaders | dict[str, str]"], None]
 
 
 class FastHeadersClient(Client):
-    """nats-py's client with its header-line parser done in C-speed steps.
-
-    nats-py checks every header name for whitespace one character at a time, in a Python generator;
-    a direct get of a claim's events carries about ten headers per event, and reading a claim of
-    1,000 events spent most of its time there. The result is the same dictionary
-    (tests/unit/test_log_formats.py compares the two parsers).
+    """nats-py's client with two of its private hooks overridden: a header block encoded once is published
+    as it is (``_send_publish``), and a plain subscription's messages go straight from the parser to a
+    function (``_process_msg``). Both are measured by bench/internals.py against nats-py's own paths;
+    tests/unit/test_library_internals.py fails when a nats-py release changes either hook.
     """
 
-    @staticmethod
-    def _parse_header_lines(raw: bytes) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for line in raw.split(b"\r\n"):
-            name, sep, value = line.partition(b":")
-            if not sep:
-                continue
-            try:
-                key = name.strip().decode("ascii")
-            except UnicodeDecodeError:
-                continue
-            if _WHITESPACE.search(key) is None:
-                out[key] = value.strip().decode("utf-8", "replace")
-        return out
+    publishes_header_blocks = True  # a header block from ``encode_headers`` is published as it is
 
     def __init__(self) -> None:
         super().__init__()

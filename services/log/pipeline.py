@@ -14,7 +14,7 @@ from nats.aio.client import Client
 
 from events import Event
 from services.log.chain import chain, event_hash
-from services.log.connection import FastHeadersClient, encode_headers, subscribe_plain
+from services.log.connection import encode_headers, subscribe_plain
 from services.log.errors import ConflictError, PublishError
 from services.log.writer import (
     AlreadyStored,
@@ -41,7 +41,7 @@ class Pipeline:
         self._counter = 0
         self._followups: set[asyncio.Task] = set()
         # claimlog's connections send a header block encoded once; any other client gets nats-py's dictionary.
-        self._encode = encode_headers if isinstance(nc, FastHeadersClient) else dict
+        self._encode = encode_headers if getattr(nc, "publishes_header_blocks", False) else dict
 
     async def __aenter__(self) -> Pipeline:
         self._sub = await subscribe_plain(self._nc, f"{self._prefix}.*", self._on_ack)

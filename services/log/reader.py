@@ -236,7 +236,7 @@ class ClaimReader:
         if not status:
             restored = headers.get(RESTORED_TIME)  # as in time_stored: an imported event's store time wins
             page.append(
-                _stored_event(
+                StoredEvent(
                     int(headers["Nats-Sequence"]),
                     headers["Nats-Subject"],
                     parse_store_time(restored or headers["Nats-Time-Stamp"]),
@@ -257,14 +257,3 @@ class ClaimReader:
 def _batch(start: int, last: int | None) -> int:
     """Events to ask for from ``start``: a page, or fewer when only sequences up to ``last`` are wanted."""
     return PAGE if last is None else max(1, min(PAGE, last - start + 1))
-
-
-_new_object = object.__new__
-_set_attribute = object.__setattr__
-
-
-def _stored_event(seq: int, subject: str, stored_at: datetime, data: bytes, msg_id: str | None) -> StoredEvent:
-    """``StoredEvent(seq, subject, stored_at, data, msg_id)``, built in one step instead of five frozen setattrs."""
-    stored = _new_object(StoredEvent)
-    _set_attribute(stored, "__dict__", {"seq": seq, "subject": subject, "stored_at": stored_at, "data": data, "msg_id": msg_id})
-    return stored

@@ -41,20 +41,6 @@ def test_a_reply_that_is_not_an_ack_subject_is_refused():
         _position("_INBOX.abc")
 
 
-@pytest.mark.parametrize(
-    "raw",
-    [
-        b"Nats-Stream: CLAIMS\r\nNats-Subject: claims.CLM-0338.ClaimDrafted\r\nNats-Sequence: 12\r\n"
-        b"Nats-Time-Stamp: 2026-12-03T05:00:00.123456789Z\r\nNats-Msg-Id: 0193a1b2-0000-7000-8000-000000000000\r\n\r\n",
-        b"Name:Value\r\nSpaced :  padded value \r\nBad Name: dropped\r\nTab\tName: dropped\r\n\r\n",
-        b"Only-Name\r\n\xff\xfe: not ascii\r\nUtf8: caf\xc3\xa9\r\nBroken: \xff\r\nEmpty:\r\n",
-        b"",
-    ],
-)
-def test_the_fast_header_parser_reads_what_nats_py_reads(raw: bytes):
-    assert FastHeadersClient._parse_header_lines(raw) == Client._parse_header_lines(raw)
-
-
 DIRECT_GET_REPLY = (
     # A stored message's own headers come first (here, forged server names); the server's follow.
     b"NATS/1.0\r\nNats-Msg-Id: 0193a1b2-0000-7000-8000-000000000000\r\nNats-Sequence: 999\r\n"

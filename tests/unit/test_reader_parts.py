@@ -1,14 +1,13 @@
-"""Pieces of the claim reader: store times read the same whichever way they are parsed, and stored events built fast are the same."""
+"""Pieces of the claim reader: store times read the same whichever way they are parsed."""
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from datetime import UTC, datetime
 
 import pytest
 
-from services.log.reader import StoredEvent, _stored_event, parse_store_time
+from services.log.reader import parse_store_time
 
 
 def _by_hand(text: str) -> datetime:
@@ -43,13 +42,3 @@ def test_a_jetstream_timestamp_reads_as_its_digits_truncated_to_microseconds_in_
 
 def test_a_timestamp_without_the_z_still_reads_as_utc():
     assert parse_store_time("2026-12-03T07:37:34.123456789") == datetime(2026, 12, 3, 7, 37, 34, 123456, tzinfo=UTC)
-
-
-def test_a_stored_event_built_from_a_reply_is_the_dataclass_built_by_hand():
-    args = (42, "claims.CLM-0338.ClaimDrafted", datetime(2026, 12, 3, tzinfo=UTC), b'{"x": 1}', "01a23ad6-556f-70a2-8611-36b406719f21")
-    fast, slow = _stored_event(*args), StoredEvent(*args)
-    assert fast == slow and repr(fast) == repr(slow) and hash(fast) == hash(slow)
-    assert dataclasses.asdict(fast) == dataclasses.asdict(slow)
-    assert fast.hash == slow.hash
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        fast.seq = 43  # type: ignore[misc]
