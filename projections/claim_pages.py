@@ -39,7 +39,8 @@ class ClaimPagesProjection:
     # 2: standing and the scorecard rules (projections/scorecard.py, RULES_VERSION 1)
     # 3: the page counts the events it folds; snapshots for as-of reads
     # 4: a snapshot every 25 events, not 100
-    version = 4
+    # 5: related claims carry review_state_now and label_disagrees (filled on read)
+    version = 5
     tables = (claim_pages, page_snapshots)
 
     def __init__(self, *, write_behind: bool = False, cache_pages: int | None = None) -> None:

@@ -108,9 +108,13 @@ class RelatedView:
     claim_id: str | None = None
     statement: str | None = None
     capability: str | None = None
-    review_label: str | None = None
+    review_label: str | None = None  # as the relating page labelled it, stored text
     rank: int | None = None
     related: Stamp
+    # Filled when the page is read, from the related claim's own page: its review state now, and whether
+    # the stored label says otherwise. Never folded from events (None and False in the read model).
+    review_state_now: str | None = None
+    label_disagrees: bool = False
 
 
 @dataclass(slots=True, kw_only=True)

@@ -8,7 +8,7 @@ from sqlalchemy import Connection, select
 
 from projections.page_model import PAGE
 from projections.tables import claim_pages
-from services.read_api.queries import RELATED_SHOWN
+from services.read_api.queries import RELATED_SHOWN, resolve_related
 from services.timeline.as_of import AsOf
 
 
@@ -19,23 +19,26 @@ def claim_of_slug(conn: Connection, slug: str) -> str | None:
 
 def shaped_page(conn: Connection, doc: str, as_of: AsOf) -> bytes:
     """The page as ``queries.claim_page_json`` shapes the live one (its five first related claims, those known
-    only by statement resolved to pages), resolving only to claims that had been drafted by ``as_of``."""
+    only by statement resolved to pages), resolving only to claims that had been drafted by ``as_of``; each
+    related claim's review state is its state now, as on the live page."""
     if not needs_shaping(doc):
         return doc.encode()
     page = json.loads(doc)
-    if len(page["related"]) > RELATED_SHOWN:
-        page["related"] = page["related"][:RELATED_SHOWN]
-        doc = json.dumps(page, ensure_ascii=False, separators=(",", ":"))
+    page["related"] = page["related"][:RELATED_SHOWN]
     unresolved = {r["key"]: r for r in page["related"] if r["claim_id"] is None}
-    if not unresolved:
-        return doc.encode()
+    if unresolved:
+        _resolve_as_of(conn, unresolved, as_of)
+    resolve_related(conn, page["related"], resolve=False)  # review states now, as the live page shows them
+    return json.dumps(page, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _resolve_as_of(conn: Connection, unresolved: dict[str, dict], as_of: AsOf) -> None:
     query = select(claim_pages.c.statement_key, claim_pages.c.claim_id, claim_pages.c.first_seq, claim_pages.c.doc).where(
         claim_pages.c.statement_key.in_(list(unresolved))
     )
     for statement_key, claim_id, first_seq, other in conn.execute(query):
         if _drafted_by(as_of, first_seq, other):
             unresolved[statement_key]["claim_id"] = claim_id
-    return json.dumps(page, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def needs_shaping(doc: str) -> bool:

@@ -47,18 +47,28 @@ def claim_page_json(conn: Connection, key: str) -> tuple[bytes, int] | None:
     if NO_RELATED in doc:
         return doc.encode(), version  # nothing to cut or resolve: the stored document as it is
     page = json.loads(doc)
-    if len(page["related"]) > RELATED_SHOWN:
-        page["related"] = page["related"][:RELATED_SHOWN]  # ranked: the first five
-        doc = json.dumps(page, ensure_ascii=False, separators=(",", ":"))
-    unresolved = {r["key"]: r for r in page["related"] if r["claim_id"] is None}
-    if not unresolved:
-        return doc.encode(), version
-    query = select(claim_pages.c.statement_key, claim_pages.c.claim_id).where(
-        claim_pages.c.statement_key.in_(list(unresolved))
-    )
-    for statement_key, claim_id in conn.execute(query):
-        unresolved[statement_key]["claim_id"] = claim_id
+    page["related"] = page["related"][:RELATED_SHOWN]  # ranked: the first five
+    resolve_related(conn, page["related"])
     return json.dumps(page, ensure_ascii=False, separators=(",", ":")).encode(), version
+
+
+def resolve_related(conn: Connection, related: list[dict], *, resolve: bool = True) -> None:
+    """Related claims known by statement resolved to their pages, and each one in the registry given its
+    review state now, flagged when the stored label says otherwise (``resolve=False``: the review states
+    only, of those that already have a claim id). One indexed read."""
+    unresolved = {r["key"]: r for r in related if r["claim_id"] is None} if resolve else {}
+    by_id = {r["claim_id"]: r for r in related if r["claim_id"] is not None}
+    query = select(claim_pages.c.statement_key, claim_pages.c.claim_id, claim_pages.c.review_state).where(
+        or_(claim_pages.c.statement_key.in_(list(unresolved)), claim_pages.c.claim_id.in_(list(by_id)))
+    )
+    for statement_key, claim_id, review_state in conn.execute(query):
+        entry = by_id.get(claim_id) or unresolved.get(statement_key)
+        if entry is None or entry.get("review_state_now") is not None:
+            continue
+        entry["claim_id"] = claim_id
+        entry["review_state_now"] = review_state
+        label = entry["review_label"]
+        entry["label_disagrees"] = label is not None and label.strip().casefold() != review_state.casefold()
 
 
 def claim_page(conn: Connection, key: str) -> ClaimPage | None:

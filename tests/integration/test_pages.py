@@ -230,3 +230,25 @@ async def test_the_claim_page_and_the_scorecard_show_a_past_point_of_the_log_und
 
     bad = await api.http.get(f"/pages/claims/{claim}", params={"as_of_seq": "soon"})
     assert bad.status_code == 400 and "not a log sequence" in bad.text
+
+
+async def test_a_related_claims_label_is_checked_against_its_own_page(api: Api):
+    related, claim = random_claim_id(), random_claim_id()
+    statement = f"Reflection after acting helps small models, {related}."
+    await api.send("draft_claim", "drafter", **{**draft(related), "statement": statement})
+    await api.send("draft_claim", "ada", **draft(claim))
+    sent = await api.send("relate_claims", "ada", claim_id=claim, statement=statement, capability="Planning",
+                          review_label="reviewed by AI", rank=1)
+    assert sent.status_code == 201, sent.text
+    page = await api.page(claim, sent.json()["last_seq"])
+    [entry] = page["related"]
+    assert entry["claim_id"] == related
+    assert (entry["review_state_now"], entry["label_disagrees"]) == ("unreviewed", True)
+    html = (await api.http.get(f"/pages/claims/{claim}", params={"after": sent.json()["last_seq"]})).text
+    assert "its page now: unreviewed" in html and "the related claim’s own page says “unreviewed”" in html
+
+    reviewed = await api.send("record_review", "grace", claim_id=related, review_id="r1", verdict="sound",
+                              confidence="high", revision=1)
+    assert reviewed.status_code == 201, reviewed.text
+    [entry] = (await api.page(claim, reviewed.json()["last_seq"]))["related"]
+    assert (entry["review_state_now"], entry["label_disagrees"]) == ("reviewed by a person", True)
