@@ -54,11 +54,15 @@ AT_LEAST_ONE: dict[str, tuple[str, ...]] = {
 
 
 class DuplicateKeyError(ValueError):
-    """A JSON object that names a key twice: which key, and in which object."""
+    """A JSON object that names a key twice: which key, and where the object is (a JSON path, ``$`` the body)."""
 
     def __init__(self, key: str, path: str):
         super().__init__(f"the JSON object at {path} names {key!r} more than once; give each field once")
         self.key, self.path = key, path
+
+
+class _Members(list):
+    """A JSON object's members in the order written, duplicates kept (json's ``object_pairs_hook``)."""
 
 
 def refuse_duplicate_keys(data: bytes | str) -> None:
@@ -67,20 +71,24 @@ def refuse_duplicate_keys(data: bytes | str) -> None:
     if b'"' not in (data if isinstance(data, bytes) else data.encode()):
         return
     try:
-        json.loads(data, object_pairs_hook=_unique_pairs)
+        _check_unique(json.loads(data, object_pairs_hook=_Members), "$")
     except DuplicateKeyError:
         raise
-    except ValueError:
-        return
+    except (ValueError, RecursionError):
+        return  # not JSON, or nested past what Python parses: the validator says so
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise DuplicateKeyError(key, "$" if "command" in dict(pairs) else "a nested object")
-        seen[key] = value
-    return seen
+def _check_unique(value: Any, path: str) -> None:
+    if isinstance(value, _Members):
+        seen: set[str] = set()
+        for key, member in value:
+            if key in seen:
+                raise DuplicateKeyError(key, path)
+            seen.add(key)
+            _check_unique(member, f"{path}.{key}" if key.isidentifier() else f"{path}[{json.dumps(key)}]")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_unique(item, f"{path}[{index}]")
 
 
 def _says_something(fields: tuple[str, ...]):

@@ -27,8 +27,16 @@ async def test_a_body_that_names_a_field_twice_is_refused_and_publishes_nothing(
         response = await post_raw(api, route, body if route else body.replace("{", '{"command": "draft_claim", ', 1))
         assert response.status_code == 422, response.text
         assert response.json()["error"] == "duplicate_key"
-        assert "'statement' more than once" in response.json()["message"]
+        assert "the JSON object at $ names 'statement' more than once" in response.json()["message"]
     assert await api.log.head() == head
+
+
+async def test_a_field_named_twice_deep_in_a_body_is_refused_with_its_path(api: Api):
+    claim = random_claim_id()
+    body = json.dumps({**draft(claim), "x": [{"k": 1}, {"k": 1}]}).replace('{"k": 1}]', '{"k": 1, "k": 2}]')
+    response = await post_raw(api, "draft_claim", body)
+    assert response.status_code == 422, response.text
+    assert "the JSON object at $.x[1] names 'k' more than once" in response.json()["message"]
 
 
 @pytest.mark.parametrize("revision", ["true", '"1"', "1.0"])
@@ -80,6 +88,25 @@ def test_the_published_command_schemas_carry_the_rules_the_api_enforces():
     assert statement["pattern"] == r"\S" and statement["maxLength"] == 20_000
     assert schemas["record_review"]["properties"]["revision"]["type"] == "integer"
     assert schemas["attach_source"]["properties"]["source_id"]["pattern"].startswith("^[A-Za-z0-9]")
+
+
+async def test_claimlog_ingest_reports_a_line_that_names_a_field_twice_and_publishes_nothing_of_it(
+    claim_log, tmp_path
+):
+    from events import Actor
+    from services.commands.bulk import BulkIngest, read_commands
+
+    bot = Actor(id="ingest-bot", kind="model", model="pipeline-2")
+    first, second = random_claim_id(), random_claim_id()
+    twice = json.dumps({"command": "draft_claim", **draft(second)})[:-1] + ', "capability": "Other"}'
+    path = tmp_path / "commands.jsonl"
+    path.write_text(json.dumps({"command": "draft_claim", **draft(first)}) + "\n" + twice + "\n")
+    lines, errors = read_commands(path, bot)
+    assert [(e.number, e.reason) for e in errors] == [(2, "duplicate_key")]
+    assert errors[0].message == f"{path}:2: the JSON object at $ names 'capability' more than once; give each field once"
+    report = await BulkIngest(claim_log, bot).run(lines)
+    assert report.accepted == 1
+    assert await claim_log.read_claim(second) == []
 
 
 def test_a_json_lines_command_that_names_a_field_twice_is_a_line_problem():
