@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import nats.errors
 from sqlalchemy import Engine, select
 
 from projections.registry import build_projections
@@ -22,7 +23,7 @@ from services.generations import Generations
 from services.log import ClaimLog, connect
 from services.projector.runner import Projector
 from services.replay_diff import Diff, compare
-from services.replay_parallel import Progress, build_in_parallel
+from services.replay_parallel import Progress, build_in_parallel, reader_consumer, worker_consumer
 from services.replay_some import PartialRebuildDisagrees, chosen_projections, copy_others, parked_in
 from services.replay_worker import REPLAY_BATCH
 from services.runtime import nats_server, ready, stream_spec
@@ -116,23 +117,31 @@ async def _build(
     Returns the sequence applied through."""
     async with nats_server(settings, role="projector") as url:
         nc = await connect(url, name="claimlog-replay")
+        claim_log = ClaimLog(nc, stream_spec(settings))
+        name = f"{settings.projector_name}-replay-g{number}"
+        parts = workers if workers is not None else default_workers()
         try:
-            claim_log = ClaimLog(nc, stream_spec(settings))
             await ready(claim_log)
-            name = f"{settings.projector_name}-replay-g{number}"
             head = await claim_log.head()
-            parts = workers if workers is not None else default_workers()
             if chosen is not None:
                 await _fold_chosen(claim_log, generations, number, chosen, f"{name}-chosen", progress)
             elif parts > 1 and head >= parallel_from:
                 await build_in_parallel(claim_log, url, settings, generations, number, head, parts, name, progress)
             projector = Projector(claim_log, generations.engine(number), build_projections(), name=name, batch=REPLAY_BATCH, linger=0.1)
-            try:
-                return await _catch_up(projector, claim_log, progress)
-            finally:
-                await claim_log.forget_consumer(name)
+            return await _catch_up(projector, claim_log, progress)
         finally:
+            workers_own = [worker_consumer(name, part) for part in range(parts)]
+            await _forget_consumers(claim_log, [name, f"{name}-chosen", reader_consumer(name), *workers_own])
             await nc.close()
+
+
+async def _forget_consumers(claim_log: ClaimLog, names: list[str]) -> None:
+    """Delete every consumer a rebuild may have made, its workers' too (one killed before it deleted its own)."""
+    for name in names:
+        try:
+            await claim_log.forget_consumer(name)
+        except (nats.errors.Error, TimeoutError) as error:
+            log.warning("could not delete the rebuild's consumer %s (%s): the server drops it once idle", name, error)
 
 
 async def _fold_chosen(

@@ -82,7 +82,7 @@ async def _fold(claim_log: ClaimLog, nats_url: str, spec, places: list, head: in
     workers = [
         context.Process(
             target=partition_main,
-            args=(nats_url, spec, place, part, parts, head, f"{name}-p{part}", counters[part], pipes[part][0]),
+            args=(nats_url, spec, place, part, parts, head, worker_consumer(name, part), counters[part], pipes[part][0]),
             name=f"claimlog-replay-p{part}",
             daemon=True,
         )
@@ -97,7 +97,7 @@ async def _fold(claim_log: ClaimLog, nats_url: str, spec, places: list, head: in
         if progress:
             progress(min(counter.value for counter in counters), head)
 
-    distributing = asyncio.create_task(distribute(claim_log, f"{name}-reader", head, [sending for _, sending in pipes]))
+    distributing = asyncio.create_task(distribute(claim_log, reader_consumer(name), head, [sending for _, sending in pipes]))
     try:
         failed = await _watch(distributing, workers, report)
     finally:
@@ -129,6 +129,16 @@ async def _watch(distributing: asyncio.Task, workers: list[multiprocessing.Proce
         await asyncio.sleep(0.2)
     distributing.result()
     return []
+
+
+def worker_consumer(name: str, part: int) -> str:
+    """The consumer a worker reads the log with when it folds its share again by itself."""
+    return f"{name}-p{part}"
+
+
+def reader_consumer(name: str) -> str:
+    """The consumer that reads the log once for every worker."""
+    return f"{name}-reader"
 
 
 async def distribute(claim_log: ClaimLog, name: str, head: int, sending: list[PipeEnd]) -> None:

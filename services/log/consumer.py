@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 HEARTBEAT = 2.0
 EXPIRES = 30.0
 PREFETCH_BATCHES = 2
+# The server deletes a consumer nobody has pulled from for this long: one whose process was killed
+# before it could delete it. Nothing is lost with it: each consumer starts again from its reader's own
+# checkpoint (``start``), and one in use pulls every EXPIRES seconds.
+FORGET_IDLE_SECONDS = 600.0
 Frame = tuple[str, str, bytes, "RawHeaders | dict[str, str]"]  # subject, reply (the ack subject), data, headers
 
 
@@ -91,11 +95,12 @@ class DurableConsumer:
             ack_wait=120,
             max_ack_pending=self._max_batch * (PREFETCH_BATCHES + 2),
             replay_policy=ReplayPolicy.INSTANT,
+            inactive_threshold=FORGET_IDLE_SECONDS,
             **start,
         )
 
     async def stop(self) -> None:
-        """Stop receiving; the durable consumer stays on the server."""
+        """Stop receiving; the durable consumer stays on the server (until it has been idle FORGET_IDLE_SECONDS)."""
         if self._sub is not None:
             await self._sub.unsubscribe()
             self._sub = None
