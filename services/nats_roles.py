@@ -15,6 +15,7 @@ from pathlib import Path
 
 from events.subjects import ALL_EVENTS
 from services.log.servers import inbox_prefix
+from services.projector.notices import notice_subject
 
 ROLES = ("admin", "writer", "projector", "reader")
 ACTORS_BUCKET = "claimlog_actors"  # the key-value bucket of actors and token hashes (services/actors.py)
@@ -50,13 +51,13 @@ def role_permissions(stream: str) -> dict[str, Permissions | None]:
     return {
         "admin": None,  # creates and updates the stream and the actors bucket; operator commands
         "writer": _own_replies("writer", (ALL_EVENTS, f"{api}.INFO", *read_log, *_reads(f"KV_{ACTORS_BUCKET}"))),
-        "projector": _own_replies("projector", (*read_log, *consume)),
-        "reader": _own_replies("reader", read_log),
+        "projector": _own_replies("projector", (*read_log, *consume, notice_subject(stream))),
+        "reader": _own_replies("reader", read_log, also=(notice_subject(stream),)),
     }
 
 
-def _own_replies(role: str, publish: tuple[str, ...]) -> Permissions:
-    return Permissions(publish, subscribe=(f"{inbox_prefix(role)}.>",))
+def _own_replies(role: str, publish: tuple[str, ...], *, also: tuple[str, ...] = ()) -> Permissions:
+    return Permissions(publish, subscribe=(f"{inbox_prefix(role)}.>", *also))
 
 
 def _reads(stream: str) -> tuple[str, ...]:

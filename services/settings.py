@@ -59,6 +59,8 @@ class Settings(BaseSettings):
         default=6000.0, ge=0, description="Writes each actor may make a minute, per API process; 0 turns the limit off."
     )
     rate_limit_burst: int = Field(default=1000, ge=1, description="Writes an actor may make at once before the rate applies.")
+    live_streams: int = Field(default=10_000, ge=1, description="Live streams (Server-Sent Events) one API process keeps open at once.")
+    live_streams_per_client: int = Field(default=16, ge=1, description="Live streams one client address may keep open on one API process.")
     ready_max_lag_events: int = Field(
         default=1000, ge=0, description="/health/ready answers 503 when a projection is more events than this behind the log."
     )

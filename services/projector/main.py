@@ -91,6 +91,7 @@ class ProjectorService:
                 batch=self.settings.projector_batch,
                 generations=generations,
             )
+            projector.announce = True  # the live pages' streams (services/read_api/live.py) hear its commits
             await projector.run(self._stop_event)
         finally:
             generations.close()

@@ -19,6 +19,7 @@ from projections.base import Projection, Record
 from projections.tables import checkpoints, unreadable_events
 from services.generations import Generations
 from services.log import ClaimLog, Delivery, DurableConsumer, LogError
+from services.projector.notices import encode_notice, notice_subject
 from services.projector.parking import SYSTEMIC, Parking, isolate, lock_checkpoints, write_parked
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,7 @@ class Projector:
         # The thread this projector commits in, while it runs (its own: two projectors of one process,
         # a rebuild's and the live one, must not queue behind each other's commits).
         self._commit_thread: concurrent.futures.ThreadPoolExecutor | None = None
+        self.announce = False  # send a commit notice after each commit (services/projector/notices.py)
 
     def load_checkpoint(self) -> int:
         """The last sequence every projection has applied in this projector's share, registering new
@@ -234,6 +236,7 @@ class Projector:
                 # turns on the GIL for every statement cost throughput. Only the commit,
                 # one long release of the GIL, goes to a thread (``_commit``).
                 await self._commit(fresh, decoded)
+                await self._announce(fresh, decoded)
             except CannotIsolateError:
                 raise  # forgetting would fail the same way
             except BaseException:
@@ -276,6 +279,17 @@ class Projector:
             log.warning("a batch through sequence %s failed (%s: %s): finding the claim", new_checkpoint, type(failure).__name__, failure)
             self._isolate(records, unreadable, subjects, new_checkpoint, failure)
         self.checkpoint = new_checkpoint
+
+    async def _announce(self, deliveries: list[Delivery], decoded: dict[int, Record | UnknownEventError]) -> None:
+        """Tell the API processes which claims the commit changed (``announce``: the live projector only)."""
+        if not self.announce:
+            return
+        records = [r for d in deliveries if isinstance(r := decoded.get(d.seq), Record)]
+        if records:
+            try:
+                await self._log.nc.publish(notice_subject(self._log.stream), encode_notice(records, deliveries[-1].seq))
+            except nats.errors.Error as error:  # committed already: a lost notice only delays a live page
+                log.warning("could not send the commit notice through %s: %s", deliveries[-1].seq, error)
 
     def _hold_back(self, conn: Connection, records: list[Record], subjects: dict[int, str]) -> tuple[list[Record], list[dict]]:
         applying, parked, released = self._parking.hold_back(conn, records, subjects)

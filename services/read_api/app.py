@@ -26,6 +26,8 @@ from services.read_api.docs import install_docs
 from services.read_api.feed import router as feed_router
 from services.read_api.guards import Guards, install_guards
 from services.read_api.history import router as history_router
+from services.read_api.live import LiveHub
+from services.read_api.live import router as live_router
 from services.read_api.pages import router as pages_router
 from services.read_api.registry_text import router as text_router
 from services.read_api.routes import router
@@ -74,7 +76,10 @@ def create_app(
         app.include_router(command_router)
         app.state.commands = None
         app.state.actor_store = _not_ready
-    install_guards(app, guards or Guards(), commands=commands)
+    limits = guards or Guards()
+    app.state.live = LiveHub(max_streams=limits.live_streams, max_per_client=limits.live_streams_per_client)
+    app.include_router(live_router)
+    install_guards(app, limits, commands=commands)
     install_browser_policy(app, cors or Cors())
     # Starlette's, not FastAPI's subclass: what FastAPI raises itself (a body it cannot parse, an unknown route) too.
     app.add_exception_handler(StarletteHTTPException, _error_body)

@@ -37,6 +37,8 @@ class Guards:
     rate_limit_per_minute: float = 6000.0
     rate_limit_burst: int = 1000
     ready_max_lag_events: int = 1000
+    live_streams: int = 10_000
+    live_streams_per_client: int = 16
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Guards:
@@ -47,6 +49,8 @@ class Guards:
             rate_limit_per_minute=settings.rate_limit_per_minute,
             rate_limit_burst=settings.rate_limit_burst,
             ready_max_lag_events=settings.ready_max_lag_events,
+            live_streams=settings.live_streams,
+            live_streams_per_client=settings.live_streams_per_client,
         )
 
 

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import httpx
+from fastapi import FastAPI
 from sqlalchemy import Engine
 
 from events import Actor
@@ -23,6 +24,7 @@ class Api:
     log: ClaimLog
     store: ActorStore
     tokens: dict[str, str]
+    app: FastAPI
 
     async def send(self, command: str, who: str = "ada", *, headers: dict | None = None, **body) -> httpx.Response:
         auth = {"Authorization": f"Bearer {self.tokens[who]}"} if who else {}
@@ -48,10 +50,11 @@ async def running_api(claim_log: ClaimLog, engine: Engine, *, read_wait: float =
     app = create_app(engine, commands=True, read_wait=read_wait)
     attach_log(app, claim_log)
     projector = Projector(claim_log, engine, build_projections(), name="projector", batch=1000)
+    projector.announce = True
     stop = asyncio.Event()
     running = asyncio.create_task(projector.run(stop))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://claimlog") as http:
-        yield Api(http, claim_log, store, tokens)
+        yield Api(http, claim_log, store, tokens, app)
     stop.set()
     await running
 

@@ -54,7 +54,7 @@ async def guarded_api(
         tokens = {name: (await store.issue(actor))[0] for name, actor in ACTORS.items()}
         attach_log(app, claim_log)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://claimlog") as http:
-        yield Guarded(app, Api(http, claim_log, store, tokens), engine)
+        yield Guarded(app, Api(http, claim_log, store, tokens, app), engine)
 
 
 def projection(name: str) -> tuple[tuple[str, str], ...]:
