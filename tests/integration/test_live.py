@@ -77,15 +77,18 @@ async def test_a_claim_stream_says_a_change_once_it_is_committed_and_resumes_wit
 async def test_a_registry_stream_filtered_by_capability_hears_only_its_claims(api: Api):
     mine, other = random_claim_id(), random_claim_id()
     capability = f"Live {mine}"
-    async with served(api) as url, httpx.AsyncClient(base_url=url, timeout=10) as http:
-        async with http.stream("GET", "/live", params={"capability": capability}) as response:
-            stream = messages(response)
-            await asyncio.sleep(0.2)
-            await api.send("draft_claim", "ada", **draft(other))
-            sent = await api.send("draft_claim", "ada", **{**draft(mine), "capability": capability})
-            message = await next_message(stream)
-            assert message["data"]["claims"] == {mine: sent.json()["last_seq"]}
-            assert int(message["id"]) >= sent.json()["last_seq"]
+    async with (
+        served(api) as url,
+        httpx.AsyncClient(base_url=url, timeout=10) as http,
+        http.stream("GET", "/live", params={"capability": capability}) as response,
+    ):
+        stream = messages(response)
+        await asyncio.sleep(0.2)
+        await api.send("draft_claim", "ada", **draft(other))
+        sent = await api.send("draft_claim", "ada", **{**draft(mine), "capability": capability})
+        message = await next_message(stream)
+        assert message["data"]["claims"] == {mine: sent.json()["last_seq"]}
+        assert int(message["id"]) >= sent.json()["last_seq"]
 
 
 async def test_one_client_may_keep_only_so_many_streams_open(api: Api):
