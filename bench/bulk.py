@@ -29,7 +29,8 @@ from bench.common import arguments, peak_rss_mb, progress  # noqa: E402
 from bench.results import record  # noqa: E402
 from bench.workload import write_commands  # noqa: E402
 from events import Actor  # noqa: E402
-from services.commands.bulk import BulkIngest, read_commands  # noqa: E402
+from services.commands.bulk import BulkIngest  # noqa: E402
+from services.commands.bulk_lines import read_commands  # noqa: E402
 from services.embedded import EmbeddedNats  # noqa: E402
 from services.ingest.cli import throttled_advance  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402

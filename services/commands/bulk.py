@@ -1,222 +1,225 @@
-"""Bulk ingestion of commands from JSON Lines: validated first, then decided and appended with many acks in flight.
+"""Bulk ingestion of commands from JSON Lines: streamed line by line, decided claim by claim, appended in
+atomic batches that span claims.
 
 Each line is one command (the JSON ``POST /commands`` takes). Lines of one claim apply in file order,
-each decided against the state the previous ones left; claims go in parallel, a bounded number at a
-time, so the log holds a window of appends unacknowledged instead of one round trip per event.
+each decided against the state the previous ones left. Decided events gather into a batch of up to
+the server's limit, over as many claims as come; each claim's first event in it expects the claim's
+last acknowledged sequence. While one batch waits for its acknowledgement the next one is decided.
 
-Re-running a file publishes nothing new: a line's event id is its own ``event_id``, or derived from
-the actor, the command's content and how many identical lines came before it; a line whose event is
-already in the claim's history counts as already present.
+A refused batch is not lost work: the claims whose last sequence moved are found, every line of the
+refused batch (and of the one decided on top of it) is decided again against the claims as the log
+now holds them, and the lines that then fail are reported with their numbers and reasons; the rest
+goes out again. A line refused this way ``CONFLICT_RETRIES`` times is reported as a conflict.
 
-A reference to another claim (``superseded_by``, ``related_claim_id``) holds when that claim was in
-the log before the run, or is drafted by an earlier line of the file (never by a later one, however
-the parallel claims happen to interleave).
+Re-running a file publishes nothing new: event ids come from the lines (``bulk_lines``), and a line
+whose event is already in the claim's history counts as already present.
+
+A reference to another claim (``superseded_by``, ``related_claim_id``) holds once that claim has an
+acknowledged event: a line referring to a claim whose events still wait for an acknowledgement waits
+for them first, so a later line never makes an earlier reference hold.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+import heapq
+import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
-from pydantic import ValidationError
-
-from events import Actor
+from events import Actor, Event, encode
 from events.envelope import utc_now
+from services.commands.bulk_claims import DEFAULT_CAPACITY, ClaimCache, ClaimSlot
+from services.commands.bulk_lines import BulkReport, Line, LineError, Parsed, with_event_id
 from services.commands.decide import Context, Rejected, decide, referenced_claims
-from services.commands.models import Command, DuplicateKeyError, parse_command
 from services.commands.service import already_done
-from services.commands.state import ClaimState, claim_state
-from services.log import ClaimLog, ConflictError, LogError, Pipeline
+from services.log import ClaimLog, LogError, event_hash
+from services.log.batches import (
+    ACK_TIMEOUT,
+    MAX_BATCH_EVENTS,
+    AtomicBatches,
+    ClaimShare,
+    first_sequence,
+    moved_claims,
+    stream_takes_batches,
+)
 
-MAX_LINE = 1_000_000
+log = logging.getLogger(__name__)
 CONFLICT_RETRIES = 5
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One valid command of the file, with its line number and the event id it will be published under."""
-
-    number: int
-    command: Command
-    event_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class LineError:
-    """A line that was not applied, and why."""
-
-    number: int
-    reason: str
-    message: str
+PRESENT = "present"
 
 
 @dataclass
-class BulkReport:
-    """What a run did: events accepted, lines already present, lines rejected (with line and reason)."""
+class Round:
+    """Lines decided for one batch, with what each decided, and the batch's events by claim."""
 
-    lines: int = 0
-    accepted: int = 0
-    present: int = 0
-    rejected: list[LineError] = field(default_factory=list)
-    last_seq: int = 0
-
-
-def read_commands(path: Path, actor: Actor) -> tuple[list[Line], list[LineError]]:
-    """Parse and validate every line first: nothing is published from a line that does not validate."""
-    lines, errors = [], []
-    seen: Counter[bytes] = Counter()
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                command = _parse(raw)
-            except LineProblem as problem:
-                errors.append(LineError(number, problem.reason, f"{path}:{number}: {problem}"))
-                continue
-            lines.append(Line(number, command, command.event_id or _derived_id(actor, raw, seen)))
-    return lines, errors
-
-
-class LineProblem(ValueError):
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-def _parse(raw: bytes) -> Command:
-    if len(raw) > MAX_LINE:
-        raise LineProblem("line_too_long", f"a line holds at most {MAX_LINE} bytes, this one {len(raw)}")
-    try:
-        return parse_command(raw)
-    except DuplicateKeyError as error:
-        raise LineProblem("duplicate_key", str(error)) from None
-    except ValidationError as error:
-        first = error.errors()[0]
-        if first["type"] == "json_invalid":
-            raise LineProblem("not_json", f"not JSON: {first['msg']}") from None
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(line)'}: {e['msg']}" for e in error.errors()[:5])
-        raise LineProblem("invalid_command", problems) from None
-
-
-def _derived_id(actor: Actor, raw: bytes, seen: Counter[bytes]) -> str:
-    """The same id for the n-th copy of the same line by the same actor, on every run (a UUID, version 8)."""
-    line = raw.strip()
-    seen[line] += 1
-    digest = hashlib.sha256(b"%s\x00%d\x00%s" % (actor.id.encode(), seen[line], line)).hexdigest()
-    return f"{digest[:8]}-{digest[8:12]}-8{digest[13:16]}-{'89ab'[int(digest[16], 16) % 4]}{digest[17:20]}-{digest[20:32]}"
+    lines: list[tuple[Line, Event | str | LineError]] = field(default_factory=list)
+    shares: dict[str, ClaimShare] = field(default_factory=dict)
+    events: int = 0
 
 
 class BulkIngest:
-    """Decide and append a file's commands, ``window`` claims at a time."""
+    """Decide and append a stream of parsed lines in atomic batches over many claims."""
 
     def __init__(
         self, log: ClaimLog, actor: Actor, *, window: int = 512, clock: Callable[[], datetime] = utc_now,
-        on_line: Callable[[int], None] = lambda n: None,
+        on_line: Callable[[int], None] = lambda n: None, capacity: int = DEFAULT_CAPACITY, batch: int = MAX_BATCH_EVENTS,
     ) -> None:
         self._log, self._actor, self._window, self._clock, self._on_line = log, actor, window, clock, on_line
-        self._known: dict[str, bool] = {}
-        self._drafted_at: dict[str, int] = {}
-        self._start_head = 0
+        self._claims = ClaimCache(log, capacity=capacity)
+        self._batch = min(batch, MAX_BATCH_EVENTS)
+        self._open, self._sent = Round(), None
+        self._redo: list[tuple[int, Line]] = []  # lines to decide again, smallest number first
+        self._attempts: dict[int, int] = {}
         self.report = BulkReport()
 
-    async def run(self, lines: list[Line]) -> BulkReport:
-        """Apply ``lines``; returns the report (rejections sorted by line)."""
-        by_claim: dict[str, list[Line]] = defaultdict(list)
-        for line in lines:
-            by_claim[line.command.claim_id].append(line)
-            if line.command.command == "draft_claim":
-                self._drafted_at.setdefault(line.command.claim_id, line.number)
-        self.report.lines += len(lines)
-        self._start_head = await self._log.head()
-        queue = iter(by_claim.items())
-        async with self._log.pipeline(window=self._window) as pipeline:
-            workers = [asyncio.create_task(self._worker(queue, pipeline)) for _ in range(min(self._window, len(by_claim)))]
-            try:
-                await asyncio.gather(*workers)
-            finally:
-                for worker in workers:
-                    worker.cancel()
+    async def run(self, items: Iterable[Parsed | Line | LineError]) -> BulkReport:
+        """Apply the lines; returns the report (rejections sorted by line)."""
+        if not await stream_takes_batches(self._log.nc, self._log.stream):
+            return await self._pipelined(items)
+        source = iter(items)
+        async with AtomicBatches(self._log.nc, self._log.stream) as self._batches:
+            while (item := self._next(source)) is not None or await self._flush():
+                if isinstance(item, LineError):
+                    self._finish_line(item.number, item)
+                elif item is not None:
+                    await self._take(item)
         self.report.rejected.sort(key=lambda e: e.number)
         return self.report
 
-    async def _worker(self, queue: Iterator[tuple[str, list[Line]]], pipeline: Pipeline) -> None:
-        for claim_id, lines in queue:
-            await self._claim(claim_id, lines, pipeline)
+    def _next(self, source) -> Parsed | Line | LineError | None:
+        if self._redo:
+            return heapq.heappop(self._redo)[1]
+        item = next(source, None)
+        self.report.lines += item is not None
+        return item
 
-    async def _claim(self, claim_id: str, lines: list[Line], pipeline: Pipeline) -> None:
-        state = claim_state(claim_id, await self._log.read_claim(claim_id))
-        for line in lines:
-            for _ in range(CONFLICT_RETRIES):
-                try:
-                    await self._line(line, state, pipeline)
-                    break
-                except ConflictError:  # another writer moved the claim: read it again, decide again
-                    state = claim_state(claim_id, await self._log.read_claim(claim_id))
-            else:
-                self._reject(line, "write_conflict", f"{claim_id} kept changing during {CONFLICT_RETRIES} attempts")
-            self._on_line(1)
+    async def _take(self, item: Parsed | Line) -> None:
+        slot = await self._claims.get(item.command.claim_id)
+        line = item if isinstance(item, Line) else with_event_id(item, self._actor, slot.copies)
+        others = referenced_claims(line.command)
+        if others and await self._waits_for(others) and await self._flush():
+            heapq.heappush(self._redo, (line.number, line))  # a batch was refused: earlier lines go first
+            return
+        if others:
+            slot = await self._claims.get(line.command.claim_id)  # held still, unless reading the others evicted it
+        outcome = await self._decide(line, slot, others)
+        self._open.lines.append((line, outcome))
+        if isinstance(outcome, Event):
+            self._add(slot, outcome)
+        if self._open.events >= self._batch:
+            await self._ship()
 
-    async def _line(self, line: Line, state: ClaimState, pipeline: Pipeline) -> None:
-        command = line.command
+    async def _waits_for(self, claim_ids: set[str]) -> bool:
+        return any([(await self._claims.get(claim_id)).unacked for claim_id in claim_ids])
+
+    async def _decide(self, line: Line, slot: ClaimSlot, others: set[str]) -> Event | str | LineError:
         try:
-            if already_done(command, state, line.event_id) is not None:
-                self.report.present += 1
-                return
-            others = referenced_claims(command)
-            existing = await self._existing(others, before=line.number) if others else frozenset()
-            ctx = Context(self._actor, line.event_id, self._clock(), existing_claims=existing, prev_hash=state.head_hash)
-            events = decide(command, state, ctx)
+            if already_done(line.command, slot.state, line.event_id) is not None:
+                return PRESENT
+            existing = frozenset([o for o in others if (await self._claims.get(o)).acked_seq > 0])
+            ctx = Context(self._actor, line.event_id, self._clock(), existing_claims=existing, prev_hash=slot.state.head_hash)
+            [event] = decide(line.command, slot.state, ctx)  # every command produces one event
         except Rejected as rejected:
-            self._reject(line, rejected.reason, rejected.message)
-            return
+            return LineError(line.number, rejected.reason, rejected.message)
+        return event
+
+    def _add(self, slot: ClaimSlot, event: Event) -> None:
+        data = encode(event)
+        share = self._open.shares.get(event.claim_id)
+        if share is None:
+            share = self._open.shares[event.claim_id] = ClaimShare(event.claim_id, expected_seq=0)
+        share.linked.append((event, data))
+        slot.state.evolve(event, -1, event_hash(data))  # its sequence is known once the batch is acknowledged
+        slot.unacked += 1
+        self._claims.hold(event.claim_id, slot)
+        self._open.events += 1
+
+    async def _flush(self) -> bool:
+        """Send what is decided and wait for every batch; True when one was refused (lines wait to be redone)."""
+        return await self._ship() or await self._settle()
+
+    async def _ship(self) -> bool:
+        """Wait for the batch in flight, then send the open one; True when the one in flight was refused."""
+        if await self._settle():
+            return True
+        sending, self._open = self._open, Round()
+        for share in sending.shares.values():
+            share.expected_seq = self._claims.held(share.claim_id).acked_seq
+        future = await self._batches.send(list(sending.shares.values())) if sending.events else None
+        self._sent = (sending, future)
+        return False
+
+    async def _settle(self) -> bool:
+        if self._sent is None:
+            return False
+        sending, future = self._sent
+        self._sent = None
+        if future is None:
+            self._finish(sending, 0)
+            return False
         try:
-            appended = await (await pipeline.submit(command.claim_id, events, expected_seq=state.head_seq, prev_hash=state.head_hash))
-        except ConflictError:
-            raise  # a LogError too, but one the caller answers by reading the claim again
-        except LogError as error:
-            self._reject(line, "log_error", str(error))
-            return
-        [event] = events  # every command produces one event
-        state.evolve(event, appended.last_seq, appended.last_hash)
-        if appended.duplicate:
+            first = first_sequence(await asyncio.wait_for(future, ACK_TIMEOUT), sending.events)
+        except (LogError, TimeoutError) as error:
+            await self._refused(sending, error)
+            return True
+        self._finish(sending, first)
+        return False
+
+    def _finish(self, done: Round, first_seq: int) -> None:
+        seq = first_seq
+        for share in done.shares.values():
+            seq += len(share.linked)
+            slot = self._claims.held(share.claim_id)
+            slot.acked_seq, slot.unacked = seq - 1, slot.unacked - len(share.linked)
+        if done.events:
+            self.report.last_seq = max(self.report.last_seq, first_seq + done.events - 1)
+        for line, outcome in done.lines:
+            self._finish_line(line.number, outcome)
+
+    def _finish_line(self, number: int, outcome: Event | str | LineError) -> None:
+        self._attempts.pop(number, None)
+        if isinstance(outcome, LineError):
+            self.report.rejected.append(outcome)
+        elif outcome == PRESENT:
             self.report.present += 1
         else:
             self.report.accepted += 1
-            self.report.last_seq = max(self.report.last_seq, appended.last_seq)
+        self._on_line(1)
 
-    async def _existing(self, claim_ids: set[str], *, before: int) -> frozenset[str]:
-        found = set()
-        for claim_id in claim_ids:
-            drafted_at = self._drafted_at.get(claim_id)
-            if drafted_at is not None and drafted_at < before:
-                found.add(claim_id)
+    async def _refused(self, refused: Round, error: Exception) -> None:
+        """Every line of the refused batch and of the open one is decided again against the log as it is now."""
+        moved = await moved_claims(self._log.nc, self._log.stream, list(refused.shares.values()))
+        log.info("a batch of %d events was refused (%s); claims moved: %s", refused.events, error, sorted(moved) or "none")
+        lines = refused.lines + self._open.lines
+        self._claims.forget({line.command.claim_id for line, _ in lines})
+        self._open = Round()
+        for line, _ in lines:
+            if moved and line.command.claim_id not in moved:
+                heapq.heappush(self._redo, (line.number, line))  # not at fault: no attempt counted
                 continue
-            if claim_id not in self._known:
-                self._known[claim_id] = bool(await self._log.read_claim(claim_id, up_to_seq=self._start_head))
-            if self._known[claim_id]:
-                found.add(claim_id)
-        return frozenset(found)
+            attempts = self._attempts[line.number] = self._attempts.get(line.number, 0) + 1
+            if attempts < CONFLICT_RETRIES:
+                heapq.heappush(self._redo, (line.number, line))
+            else:
+                reason = "write_conflict" if moved else "log_error"
+                self._finish_line(line.number, LineError(line.number, reason, f"{line.command.claim_id}: {error} ({attempts} attempts)"))
 
-    def _reject(self, line: Line, reason: str, message: str) -> None:
-        self.report.rejected.append(LineError(line.number, reason, message))
+    async def _pipelined(self, items: Iterable[Parsed | Line | LineError]) -> BulkReport:
+        """The path for a stream without atomic batches (already warned about): every line held, then appended one by one."""
+        from collections import Counter
 
+        from services.commands.bulk_pipelined import PipelinedIngest
 
-def report_json(report: BulkReport) -> str:
-    """The report as JSON (``claimlog ingest --report``)."""
-    return json.dumps(
-        {
-            "lines": report.lines,
-            "accepted": report.accepted,
-            "already_present": report.present,
-            "rejected": [{"line": e.number, "reason": e.reason, "message": e.message} for e in report.rejected],
-            "last_seq": report.last_seq,
-        },
-        indent=2,
-    )
+        copies: dict[str, Counter[bytes]] = {}
+        lines = []
+        for item in items:
+            self.report.lines += 1
+            if isinstance(item, LineError):
+                self._finish_line(item.number, item)
+            else:
+                lines.append(item if isinstance(item, Line) else with_event_id(item, self._actor, copies.setdefault(item.command.claim_id, Counter())))
+        self.report.lines -= len(lines)
+        ingest = PipelinedIngest(self._log, self._actor, window=self._window, clock=self._clock, on_line=self._on_line, report=self.report)
+        return await ingest.run(lines)

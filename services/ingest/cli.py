@@ -64,7 +64,8 @@ async def ingest_commands(
 ) -> int:
     """Apply a JSON Lines file of commands as the token's actor; returns the exit code (1 when any line was rejected)."""
     from services.actors import ActorStore, ActorsUnavailable
-    from services.commands.bulk import BulkIngest, read_commands, report_json
+    from services.commands.bulk import BulkIngest
+    from services.commands.bulk_lines import count_lines, iter_commands, report_json
 
     if not token:
         console.print("[red]commands are written by an actor[/red]: pass --token (or set CLAIMLOG_TOKEN); see `claimlog actors add`")
@@ -79,17 +80,14 @@ async def ingest_commands(
         if actor is None:
             console.print(f"[red]refused[/red]: {reason}")
             return 2
-        lines, errors = read_commands(path, actor)
         with Progress(
             TextColumn(f"[bold]{path.name}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
             TimeElapsedColumn(), TimeRemainingColumn(), console=console,
         ) as progress:
-            task = progress.add_task("commands", total=len(lines), rate="")
+            task = progress.add_task("commands", total=count_lines(path), rate="")
             advance = throttled_advance(progress, task, "commands")
             bulk = BulkIngest(claim_log, actor, window=window, on_line=advance)
-            report = await bulk.run(lines)
-    report.lines += len(errors)
-    report.rejected = sorted(report.rejected + errors, key=lambda e: e.number)
+            report = await bulk.run(iter_commands(path))
     if report_path is not None:
         report_path.write_text(report_json(report) + "\n")
     for error in report.rejected[:20]:

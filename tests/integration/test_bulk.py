@@ -13,7 +13,8 @@ import pytest
 from bench.workload import write_commands
 from events import Actor
 from services.actors import ActorStore
-from services.commands.bulk import BulkIngest, read_commands
+from services.commands.bulk import BulkIngest
+from services.commands.bulk_lines import read_commands
 from services.commands.state import claim_state
 from services.log import ClaimLog
 

@@ -110,7 +110,7 @@ async def test_claimlog_ingest_reports_a_line_that_names_a_field_twice_and_publi
 
 
 def test_a_json_lines_command_that_names_a_field_twice_is_a_line_problem():
-    from services.commands.bulk import LineProblem, _parse
+    from services.commands.bulk_lines import LineProblem, _parse
 
     line = b'{"command": "retract_claim", "claim_id": "CLM-0001", "reason": "a", "reason": "b"}'
     with pytest.raises(LineProblem) as caught:

@@ -1,0 +1,78 @@
+"""The claims a bulk ingestion is working on: a bounded cache of their states, read from the log on a miss.
+
+What is kept per claim: its decision state (``ClaimState``, which grows with the claim's own events,
+not with the file), the sequence of its last acknowledged event, how many of its events wait for an
+acknowledgement, and the counts of its identical lines (for derived event ids). A claim with events
+waiting is never evicted; the others leave least recently used first, and come back by reading the
+claim again. Memory is bounded by ``capacity`` claims plus those of the batches in flight.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+
+from services.commands.state import ClaimState, claim_state
+from services.log import ClaimLog
+
+DEFAULT_CAPACITY = 50_000
+
+
+@dataclass(slots=True)
+class ClaimSlot:
+    """One claim as the ingestion sees it: the state decisions look at (acknowledged and pending events)."""
+
+    state: ClaimState
+    acked_seq: int  # the sequence of its last acknowledged event (what its next batch expects)
+    unacked: int = 0  # its events decided but not yet acknowledged
+    copies: Counter[bytes] = field(default_factory=Counter)
+    stale: bool = False  # its state may be wrong (a refused batch): read it again before use
+
+
+class ClaimCache:
+    """Least recently used claims, at most ``capacity`` of them once their pending events are acknowledged."""
+
+    def __init__(self, log: ClaimLog, *, capacity: int = DEFAULT_CAPACITY) -> None:
+        self._log, self._capacity = log, capacity
+        self._slots: OrderedDict[str, ClaimSlot] = OrderedDict()
+
+    async def get(self, claim_id: str) -> ClaimSlot:
+        """The claim's slot, read from the log when it is not held."""
+        slot = self._slots.get(claim_id)
+        if slot is not None and not slot.stale:
+            self._slots.move_to_end(claim_id)
+            return slot
+        state = claim_state(claim_id, await self._log.read_claim(claim_id))
+        fresh = ClaimSlot(state, state.head_seq, copies=slot.copies if slot else Counter())
+        self._slots[claim_id] = fresh
+        self._slots.move_to_end(claim_id)
+        self._evict(keep=claim_id)
+        return fresh
+
+    def hold(self, claim_id: str, slot: ClaimSlot) -> None:
+        """Keep a slot that has just got events waiting (reading other claims may have pushed it out)."""
+        self._slots.setdefault(claim_id, slot)
+
+    def held(self, claim_id: str) -> ClaimSlot:
+        """A slot known to be held (one with events waiting)."""
+        return self._slots[claim_id]
+
+    def forget(self, claim_ids) -> None:
+        """Mark claims whose held state may be wrong (a refused batch): the next use reads them again."""
+        for claim_id in claim_ids:
+            slot = self._slots.get(claim_id)
+            if slot is not None:
+                slot.stale, slot.unacked = True, 0
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def _evict(self, *, keep: str) -> None:
+        checked = 0
+        while len(self._slots) > self._capacity and checked < len(self._slots):
+            claim_id, slot = next(iter(self._slots.items()))
+            if slot.unacked or claim_id == keep:
+                self._slots.move_to_end(claim_id)  # waiting for its batch: keep it
+                checked += 1
+            else:
+                del self._slots[claim_id]

@@ -1,0 +1,131 @@
+"""Bulk ingestion in atomic batches over many claims, against a real nats-server: conflicts from another
+writer mid-run, references across batches, a bounded claim cache, exactly-once, and the pipelined path
+for a stream without atomic batches."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from pathlib import Path
+
+import pytest
+
+from bench.workload import write_commands
+from events import Actor
+from services.commands.bulk import BulkIngest
+from services.commands.bulk_lines import LineError, Parsed, iter_commands
+from services.commands.state import claim_state
+from services.log import ClaimLog, ConflictError, StreamSpec, connect
+from services.log.stream import StreamConfig
+
+BOT = Actor(id="ingest-bot", kind="model", model="pipeline-2")
+WRITER = Actor(id="other-writer", kind="person")
+
+
+def draft(claim_id: str) -> dict:
+    return {"command": "draft_claim", "claim_id": claim_id, "slug": claim_id.lower(), "statement": "S.", "capability": "C", "observed_on": "O."}
+
+
+def attach(claim_id: str, source_id: str) -> dict:
+    return {"command": "attach_source", "claim_id": claim_id, "source_id": source_id, "relation": "supports", "measured": "M."}
+
+
+def write_lines(path: Path, lines: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def attach_from_another_process(nats_url: str, claim_id: str, source_id: str) -> None:
+    """Another writer, on its own connection and event loop, attaches a source to the claim (retrying its own conflicts)."""
+    from events import new_event_id
+    from events.envelope import utc_now
+    from services.commands.decide import Context, decide
+    from services.commands.models import parse_command
+
+    async def write() -> None:
+        nc = await connect(nats_url)
+        log = ClaimLog(nc, StreamSpec("CLAIMS"))
+        for _ in range(20):
+            state = claim_state(claim_id, await log.read_claim(claim_id))
+            ctx = Context(WRITER, new_event_id(), utc_now(), prev_hash=state.head_hash)
+            events = decide(parse_command(json.dumps(attach(claim_id, source_id))), state, ctx)
+            try:
+                await log.append(claim_id, events, expected_seq=state.head_seq, prev_hash=state.head_hash)
+                break
+            except ConflictError:
+                continue
+        await nc.close()
+
+    thread = threading.Thread(target=asyncio.run, args=(write(),))
+    thread.start()
+    thread.join()
+
+
+async def test_another_writer_mid_run_costs_only_the_lines_its_event_makes_fail(
+    nats_url: str, claim_log: ClaimLog, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    claims = [f"CLM-{n:04d}" for n in range(10)]
+    lines = [draft(c) for c in claims] + [attach(c, f"s{r}") for r in range(1, 5) for c in claims]
+    path = write_lines(tmp_path / "commands.jsonl", lines)
+    conflicted = claims[3]
+    conflicting_line = lines.index(attach(conflicted, "s4")) + 1
+
+    def source():
+        for item in iter_commands(path):
+            if item.number == 30:  # claim 3's state is held by the ingestion: its next batch expects a stale sequence
+                attach_from_another_process(nats_url, conflicted, "s4")
+            yield item
+
+    caplog.set_level(logging.INFO, logger="services.commands.bulk")
+    report = await BulkIngest(claim_log, BOT, batch=5).run(source())
+    assert [(e.number, e.reason) for e in report.rejected] == [(conflicting_line, "source_exists")]
+    assert (report.lines, report.accepted, report.present) == (50, 49, 0)
+    assert await claim_log.head() == 50  # 49 of the file and the other writer's one, each once
+    assert f"claims moved: ['{conflicted}']" in caplog.text
+    state = claim_state(conflicted, await claim_log.read_claim(conflicted))
+    assert set(state.sources) == {"s1", "s2", "s3", "s4"}
+
+
+async def test_a_reference_waits_for_the_drafts_acknowledgement_across_batches(claim_log: ClaimLog, tmp_path: Path):
+    path = write_lines(tmp_path / "commands.jsonl", [
+        draft("CLM-0001"), draft("CLM-0002"),
+        {"command": "relate_claims", "claim_id": "CLM-0002", "related_claim_id": "CLM-0001"},
+        {"command": "relate_claims", "claim_id": "CLM-0001", "related_claim_id": "CLM-0003"},  # drafted later: refused
+        draft("CLM-0003"),
+        {"command": "supersede_claim", "claim_id": "CLM-0001", "superseded_by": "CLM-0003"},
+    ])
+    report = await BulkIngest(claim_log, BOT, batch=1000).run(iter_commands(path))
+    assert [(e.number, e.reason) for e in report.rejected] == [(4, "claim_not_found")]
+    assert report.accepted == 5 and await claim_log.head() == 5
+
+
+async def test_a_small_claim_cache_reads_evicted_claims_again_and_a_rerun_publishes_nothing(claim_log: ClaimLog, tmp_path: Path):
+    path = tmp_path / "commands.jsonl"
+    lines = write_commands(path, claims=300, per_claim=5)
+    # interleave the claims so that each comes back after many others have pushed it out of the cache
+    rows = path.read_text().splitlines()
+    path.write_text("".join(rows[c * 5 + k] + "\n" for k in range(5) for c in range(300)))
+    first = await BulkIngest(claim_log, BOT, batch=64, capacity=8).run(iter_commands(path))
+    assert (first.accepted, first.rejected) == (lines, [])
+    assert await claim_log.head() == lines
+    again = await BulkIngest(claim_log, BOT, capacity=8).run(iter_commands(path))
+    assert (again.accepted, again.present, again.rejected) == (0, lines, [])
+    assert await claim_log.head() == lines
+
+
+async def test_a_stream_without_atomic_batches_is_warned_about_and_takes_the_pipelined_path(
+    claim_log: ClaimLog, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    config = (await claim_log.nc.jetstream().stream_info(claim_log.stream)).config
+    config.allow_atomic = False
+    await claim_log.nc.jetstream().update_stream(config)
+    path = write_lines(tmp_path / "commands.jsonl", [draft("CLM-0001"), attach("CLM-0001", "s1"), attach("CLM-0001", "s1")])
+    items = list(iter_commands(path))
+    assert all(isinstance(i, Parsed) for i in items) and not any(isinstance(i, LineError) for i in items)
+    report = await BulkIngest(claim_log, BOT).run(items)
+    assert "does not take atomic batches" in caplog.text
+    assert (report.accepted, [(e.number, e.reason) for e in report.rejected]) == (2, [(3, "source_exists")])
+    assert await claim_log.head() == 2
+    assert StreamConfig  # the log module's own configuration type
