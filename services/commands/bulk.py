@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import itertools
 import logging
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -47,6 +49,7 @@ from services.log.batches import (
 
 log = logging.getLogger(__name__)
 CONFLICT_RETRIES = 5
+READ_AHEAD = 2000  # lines whose claims are read from the log together, before they are decided
 PRESENT = "present"
 
 
@@ -65,13 +68,15 @@ class BulkIngest:
     def __init__(
         self, log: ClaimLog, actor: Actor, *, window: int = 512, clock: Callable[[], datetime] = utc_now,
         on_line: Callable[[int], None] = lambda n: None, capacity: int = DEFAULT_CAPACITY, batch: int = MAX_BATCH_EVENTS,
+        read_ahead: int = READ_AHEAD,
     ) -> None:
         self._log, self._actor, self._window, self._clock, self._on_line = log, actor, window, clock, on_line
         self._claims = ClaimCache(log, capacity=capacity)
-        self._batch = min(batch, MAX_BATCH_EVENTS)
+        self._batch, self._read_ahead = min(batch, MAX_BATCH_EVENTS), read_ahead
         self._open, self._sent = Round(), None
         self._redo: list[tuple[int, Line]] = []  # lines to decide again, smallest number first
         self._attempts: dict[int, int] = {}
+        self._ahead: deque[Parsed | Line | LineError] = deque()
         self.report = BulkReport()
 
     async def run(self, items: Iterable[Parsed | Line | LineError]) -> BulkReport:
@@ -80,7 +85,7 @@ class BulkIngest:
             return await self._pipelined(items)
         source = iter(items)
         async with AtomicBatches(self._log.nc, self._log.stream) as self._batches:
-            while (item := self._next(source)) is not None or await self._flush():
+            while (item := await self._next(source)) is not None or await self._flush():
                 if isinstance(item, LineError):
                     self._finish_line(item.number, item)
                 elif item is not None:
@@ -88,12 +93,14 @@ class BulkIngest:
         self.report.rejected.sort(key=lambda e: e.number)
         return self.report
 
-    def _next(self, source) -> Parsed | Line | LineError | None:
+    async def _next(self, source: Iterator[Parsed | Line | LineError]) -> Parsed | Line | LineError | None:
         if self._redo:
             return heapq.heappop(self._redo)[1]
-        item = next(source, None)
-        self.report.lines += item is not None
-        return item
+        if not self._ahead:
+            self._ahead.extend(itertools.islice(source, self._read_ahead))
+            self.report.lines += len(self._ahead)
+            await self._claims.prefetch({c for item in self._ahead if not isinstance(item, LineError) for c in _claims_named(item)})
+        return self._ahead.popleft() if self._ahead else None
 
     async def _take(self, item: Parsed | Line) -> None:
         slot = await self._claims.get(item.command.claim_id)
@@ -223,3 +230,7 @@ class BulkIngest:
         self.report.lines -= len(lines)
         ingest = PipelinedIngest(self._log, self._actor, window=self._window, clock=self._clock, on_line=self._on_line, report=self.report)
         return await ingest.run(lines)
+
+
+def _claims_named(item: Parsed | Line) -> set[str]:
+    return {item.command.claim_id, *referenced_claims(item.command)}

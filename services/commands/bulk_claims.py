@@ -9,13 +9,15 @@ claim again. Memory is bounded by ``capacity`` claims plus those of the batches 
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
 from services.commands.state import ClaimState, claim_state
 from services.log import ClaimLog
 
-DEFAULT_CAPACITY = 50_000
+DEFAULT_CAPACITY = 20_000
+READS_AT_ONCE = 256
 
 
 @dataclass(slots=True)
@@ -48,6 +50,19 @@ class ClaimCache:
         self._slots.move_to_end(claim_id)
         self._evict(keep=claim_id)
         return fresh
+
+    async def prefetch(self, claim_ids: set[str]) -> None:
+        """Read the claims not held, many at once (a file's next lines name them before they are decided)."""
+        missing = [c for c in claim_ids if c not in self._slots or self._slots[c].stale]
+        for start in range(0, len(missing), READS_AT_ONCE):
+            group = missing[start : start + READS_AT_ONCE]
+            for claim_id, stored in zip(group, await asyncio.gather(*(self._log.read_claim(c) for c in group)), strict=True):
+                old = self._slots.get(claim_id)
+                state = claim_state(claim_id, stored)
+                self._slots[claim_id] = ClaimSlot(state, state.head_seq, copies=old.copies if old else Counter())
+                self._slots.move_to_end(claim_id)
+        if missing:
+            self._evict(keep="")
 
     def hold(self, claim_id: str, slot: ClaimSlot) -> None:
         """Keep a slot that has just got events waiting (reading other claims may have pushed it out)."""

@@ -79,7 +79,7 @@ async def test_another_writer_mid_run_costs_only_the_lines_its_event_makes_fail(
             yield item
 
     caplog.set_level(logging.INFO, logger="services.commands.bulk")
-    report = await BulkIngest(claim_log, BOT, batch=5).run(source())
+    report = await BulkIngest(claim_log, BOT, batch=5, read_ahead=5).run(source())
     assert [(e.number, e.reason) for e in report.rejected] == [(conflicting_line, "source_exists")]
     assert (report.lines, report.accepted, report.present) == (50, 49, 0)
     assert await claim_log.head() == 50  # 49 of the file and the other writer's one, each once
