@@ -45,12 +45,17 @@ def up(
     sample: Annotated[bool, typer.Option(help="Also ingest the sample registry pages.")] = False,
     host: Annotated[str | None, typer.Option(help="Read API host (default CLAIMLOG_API_HOST).")] = None,
     port: Annotated[int | None, typer.Option(help="Read API port (default CLAIMLOG_API_PORT).")] = None,
+    cluster: Annotated[
+        int | None,
+        typer.Option(min=3, max=5, help="Run a JetStream cluster of this many nats-servers on loopback instead of one."),
+    ] = None,
 ) -> None:
     """Run everything: NATS (embedded unless CLAIMLOG_NATS_URL), migrations, projector and read API."""
     from services.up import run_up
 
     settings = _setup()
-    raise typer.Exit(run_up(settings, sample=sample, host=host or settings.api_host, port=port or settings.api_port))
+    host, port = host or settings.api_host, port or settings.api_port
+    raise typer.Exit(run_up(settings, sample=sample, host=host, port=port, cluster=cluster))
 
 
 @app.command()

@@ -26,7 +26,13 @@ T = TypeVar("T")
 def stream_spec(settings: Settings) -> StreamSpec:
     """The stream claimlog runs on, from settings."""
     server_sync = None if settings.nats_url else settings.nats_sync  # the embedded server's, which claimlog configures
-    return StreamSpec(settings.stream, settings.nats_replicas, settings.duplicate_window_seconds, server_sync)
+    return StreamSpec(settings.stream, nats_replicas(settings), settings.duplicate_window_seconds, server_sync)
+
+
+def nats_replicas(settings: Settings) -> int:
+    """CLAIMLOG_NATS_REPLICAS; on the data directory's own cluster, at least as many as it has nodes (up to 3)."""
+    nodes = None if settings.nats_url else cluster_nodes(settings.data_dir)
+    return max(settings.nats_replicas, min(nodes or 1, 3))
 
 
 @asynccontextmanager
@@ -109,7 +115,7 @@ async def ensure_log(settings: Settings) -> None:
     """Create or verify the stream, and the replicas of the token store, as admin (``claimlog up``, ``claimlog ingest`` on the embedded default, and the
     deploy's one-shot ``stream`` service)."""
     async with open_log(settings, client_name="claimlog-stream", role="admin") as claim_log:
-        await ensure_store_replicas(claim_log.nc, settings.nats_replicas)
+        await ensure_store_replicas(claim_log.nc, claim_log.spec.replicas)
         if settings.nats_url:  # a server claimlog did not configure: ask it (as admin, once) whether it syncs
             await warn_if_server_not_synced(claim_log.nc)
 

@@ -1,4 +1,4 @@
-"""``claimlog up``: start NATS (embedded by default), migrate, supervise the projector and read API."""
+"""``claimlog up``: start NATS (embedded by default, or a local cluster), migrate, supervise the projector and read API."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import time
 
 import httpx
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from sqlalchemy.engine import make_url
 
@@ -16,9 +17,10 @@ from services.embedded import EmbeddedNats, EmbeddedNatsError, running_url
 from services.generations import Generations
 from services.ingest.cli import ingest_files
 from services.ingest.pages import sample_pages
+from services.local_cluster import LocalCluster, cluster_nodes
 from services.log.servers import redact
 from services.nats_roles import USERS_FILE
-from services.runtime import ensure_log
+from services.runtime import ensure_log, local_server, nats_replicas
 from services.settings import Settings
 from services.supervisor import Child, Supervisor, child_env, service_argv
 
@@ -26,40 +28,66 @@ log = logging.getLogger(__name__)
 console = Console()
 
 
-def run_up(settings: Settings, *, sample: bool, host: str, port: int) -> int:
-    """Run claimlog until SIGINT or SIGTERM; returns the exit code."""
+def run_up(settings: Settings, *, sample: bool, host: str, port: int, cluster: int | None = None) -> int:
+    """Run claimlog until SIGINT or SIGTERM; returns the exit code. ``cluster``: run that many nats-servers."""
     if not _port_free(host, port):
         console.print(f"[red]{host}:{port} is already in use[/red]: stop what listens there, or pass --port")
         return 2
-    embedded = None
-    if settings.nats_url is None and running_url(settings.data_dir) is None:
-        embedded = EmbeddedNats(settings.data_dir, sync=settings.nats_sync, stream=settings.stream)
-        embedded.start()
+    try:
+        local = _start_nats(settings, cluster)
+    except EmbeddedNatsError as error:
+        console.print(f"[red]{escape(str(error))}[/red]")
+        return 2
+    settings = settings.model_copy(update={"nats_replicas": nats_replicas(settings)})
     supervisor = None
     try:
         generations = Generations(settings.resolved_database_url())
         generations.upgrade()
         generations.close()
         asyncio.run(ensure_log(settings))
-        children = [
-            Child("projector", service_argv("projector"), child_env(role_url(settings, "projector"))),
-            Child("api", service_argv("api", "--host", host, "--port", str(port)), child_env(role_url(settings, "writer"))),
-        ]
-        supervisor = Supervisor(children)
+        supervisor = Supervisor(_children(settings, host, port))
         supervisor.start()
         base = f"http://{host}:{port}"
         _wait_healthy(base, supervisor)
         if sample and not supervisor.stopping:
             asyncio.run(ingest_files(as_role(settings, "writer"), sample_pages(), console))
-        _announce(settings, base, embedded is not None)
+        _announce(settings, base, local)
         supervisor.watch()
         return 0
     finally:
         if supervisor is not None:
             supervisor.stop()
-        if embedded is not None:
-            embedded.stop()
+        if local is not None:
+            local.stop()
         console.print("claimlog stopped")
+
+
+def _start_nats(settings: Settings, cluster: int | None) -> EmbeddedNats | LocalCluster | None:
+    """Start the data directory's own NATS (one server, or a cluster) unless one runs or CLAIMLOG_NATS_URL names one."""
+    if cluster and settings.nats_url:
+        raise EmbeddedNatsError("--cluster runs NATS itself: unset CLAIMLOG_NATS_URL, or drop --cluster")
+    kept = cluster_nodes(settings.data_dir)
+    if cluster and kept not in (None, cluster):
+        raise EmbeddedNatsError(f"{settings.data_dir.resolve()} holds a cluster of {kept} nodes: start it with --cluster {kept}")
+    if cluster and (settings.data_dir / "jetstream").is_dir():
+        raise EmbeddedNatsError(
+            f"{settings.data_dir.resolve()} holds the log of a single embedded server: a cluster starts in another "
+            "data directory (CLAIMLOG_DATA_DIR), and `claimlog export` / `claimlog import` carry the log over"
+        )
+    if settings.nats_url is not None or running_url(settings.data_dir) is not None:
+        return None
+    local = local_server(settings, cluster=cluster)
+    local.start()
+    return local
+
+
+def _children(settings: Settings, host: str, port: int) -> list[Child]:
+    """The projector and the API, each with its own role's credentials and the replicas up settled on."""
+    replicas = {"CLAIMLOG_NATS_REPLICAS": str(settings.nats_replicas)}
+    return [
+        Child("projector", service_argv("projector"), child_env(role_url(settings, "projector")) | replicas),
+        Child("api", service_argv("api", "--host", host, "--port", str(port)), child_env(role_url(settings, "writer")) | replicas),
+    ]
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -98,8 +126,12 @@ def _wait_healthy(base: str, supervisor: Supervisor, timeout: float = 60.0) -> N
         raise RuntimeError(f"the read API did not answer on {base}/health within {timeout}s")
 
 
-def _announce(settings: Settings, base: str, embedded: bool) -> None:
-    where = "embedded nats-server" if embedded else "NATS"
+def _announce(settings: Settings, base: str, local: EmbeddedNats | LocalCluster | None) -> None:
+    where = "NATS"
+    if isinstance(local, LocalCluster):
+        where = f"local NATS cluster of {len(local.nodes)} nodes ({settings.nats_replicas} replicas)"
+    elif local is not None:
+        where = "embedded nats-server"
     users = "" if settings.nats_url else f"NATS users {(settings.data_dir / USERS_FILE).resolve()}\n"
     console.print(
         Panel.fit(
