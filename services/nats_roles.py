@@ -50,7 +50,9 @@ def role_permissions(stream: str) -> dict[str, Permissions | None]:
     )
     return {
         "admin": None,  # creates and updates the stream and the actors bucket; operator commands
-        "writer": _own_replies("writer", (ALL_EVENTS, f"{api}.INFO", *read_log, *_reads(f"KV_{ACTORS_BUCKET}"))),
+        # The API processes connect as writer (with commands) or reader: both hear the commit notices.
+        "writer": _own_replies("writer", (ALL_EVENTS, f"{api}.INFO", *read_log, *_reads(f"KV_{ACTORS_BUCKET}")),
+                               also=(notice_subject(stream),)),
         "projector": _own_replies("projector", (*read_log, *consume, notice_subject(stream))),
         "reader": _own_replies("reader", read_log, also=(notice_subject(stream),)),
     }

@@ -183,8 +183,9 @@ async def _scorecard_page(request: Request, db: DB, capability: str | None, poin
             for each in score.techniques
         ]
     present = "/pages/scorecard" + (f"/{quote(capability, safe='')}" if capability else "")
+    live = None if point else "/live" + (f"?{urlencode({'capability': capability})}" if capability else "")
     return _html("scorecard.html", card=card, rows=rows, chart=scorecard_chart(rows), capability=capability,
-                 as_of=_as_of_label(point), present_url=present, history_url=None)
+                 as_of=_as_of_label(point), present_url=present, history_url=None, live_url=live)
 
 
 @router.get("/pages/scorecard", response_class=HTMLResponse, dependencies=[Depends(visible_after)])
@@ -227,7 +228,8 @@ async def claim_page(
                      message=f"There is no claim {claim_key!r} in the registry{when}.")
     claim = quote(page.claim_id, safe="")
     return _html("claim.html", page=page, base_url=str(request.base_url), as_of=_as_of_label(point),
-                 present_url=f"/pages/claims/{claim}", history_url=f"/claims/{claim}/history")
+                 present_url=f"/pages/claims/{claim}", history_url=f"/claims/{claim}/history",
+                 live_url=None if point else f"/claims/{claim}/live")
 
 
 async def _claim_page(request: Request, db: DB, claim_key: str, point: AsOf | None) -> ClaimPage | None:
