@@ -39,6 +39,9 @@ checkpoints = Table(
     Column("version", Integer, nullable=False),
     Column("last_seq", BigInteger, nullable=False),
     Column("shares", Integer, nullable=False, server_default="1", info={"checksum": False}),
+    # The epoch of the worker that owns this partition (its lease's revision; 0 for a projector that
+    # owns every partition): a commit with a lower epoch is refused (services/projector/writer.py).
+    Column("epoch", BigInteger, nullable=False, server_default="0", info={"checksum": False}),
     info={"checksum_rows": "distinct"},
 )
 

@@ -14,22 +14,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from services.cli import main  # noqa: E402
-from services.projector.runner import Projector  # noqa: E402
+from services.projector.writer import CheckpointedWriter  # noqa: E402
 
 
 def slowed(per_batch: float, duration: float):
-    original = Projector._commit
+    original = CheckpointedWriter._write
     until = time.monotonic() + duration
 
-    def commit(self, *batch):
+    def commit(self, *batch, **how):
         if time.monotonic() < until:
             time.sleep(per_batch)
-        return original(self, *batch)
+        return original(self, *batch, **how)
 
     return commit
 
 
 if __name__ == "__main__":
     per_batch, duration = (float(part) for part in os.environ["FAULTS_SLOW"].split(":"))
-    Projector._commit = slowed(per_batch, duration)
+    CheckpointedWriter._write = slowed(per_batch, duration)
     main()

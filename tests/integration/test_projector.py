@@ -13,7 +13,9 @@ from projections.page_model import PAGE
 from projections.registry import build_projections
 from projections.tables import claim_pages, contributor_disagreements, contributor_sources, unreadable_events
 from services.log import Appended, ClaimLog
-from services.projector import FencingError, Projector
+from services.projector import Projector
+from services.projector.runner import to_entries
+from services.projector.writer import Committed, Refused
 from services.read_api.queries import claim_page
 from tests.builders import attached, drafted, filed, history, resolved, withdrawn
 from tests.conftest import random_claim_id
@@ -92,7 +94,8 @@ async def test_a_redelivered_batch_is_not_applied_twice(claim_log: ClaimLog, eng
     deliveries = await redelivering.next_batch(timeout=5)
     await redelivering.stop()
     assert deliveries and deliveries[0].seq == 1
-    await projector._apply(redelivering, deliveries)
+    committed = await projector.writer.commit(to_entries(deliveries), partition=0, epoch=0)
+    assert committed == Committed(checkpoint=projector.checkpoint, applied=0, skipped=len(deliveries))
     with engine.connect() as conn:
         assert table_checksums(conn) == before
 
@@ -105,7 +108,7 @@ async def test_a_batch_whose_commit_fails_is_applied_again_though_nothing_more_a
     events to surface, or the projector would stand still until the next append. A failed commit is
     rolled back where it ran (on PostgreSQL the connection would otherwise go back to the pool inside
     its failed transaction)."""
-    monkeypatch.setattr("services.projector.runner.COMMIT_IN_THREAD_FROM", 1 if in_thread else 10**9)
+    monkeypatch.setattr("services.projector.writer.COMMIT_IN_THREAD_FROM", 1 if in_thread else 10**9)
     appended = await append_history(claim_log, claim_id)
     failed = []
 
@@ -140,8 +143,8 @@ async def test_a_second_projector_writing_the_same_tables_is_fenced_off(claim_lo
     consumer = claim_log.consumer("stale", max_batch=100)
     await consumer.start(0)
     deliveries = await consumer.next_batch(timeout=5)
-    with pytest.raises(FencingError, match="another projector is writing"):
-        await stale._apply(consumer, deliveries)
+    refused = await stale.writer.commit(to_entries(deliveries), partition=0, epoch=0)
+    assert isinstance(refused, Refused) and "another projector is writing" in refused.reason
     await consumer.stop()
 
 

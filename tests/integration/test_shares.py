@@ -20,9 +20,10 @@ from services.audit.rebuild import compare_read_models
 from services.audit.verify import Report
 from services.generations import Generations
 from services.log import ClaimLog
-from services.projector import FencingError, Projector
-from services.projector.runner import claim_partition
+from services.projector import Projector
+from services.projector.runner import claim_partition, to_entries
 from services.projector.shares import consumer_name, level
+from services.projector.writer import Refused
 from services.read_api.queries import positions
 from services.replay import rebuild_generation
 from services.settings import Settings
@@ -136,8 +137,8 @@ async def test_a_share_of_a_number_no_longer_running_is_fenced_off(claim_log: Cl
     consumer = claim_log.consumer("stale", max_batch=100)
     await consumer.start(stale.checkpoint)
     deliveries = await consumer.next_batch(timeout=5)
-    with pytest.raises(FencingError, match=r"share 0 of 2\) is no longer at"):
-        await stale._apply(consumer, deliveries)
+    refused = await stale.writer.commit(to_entries(deliveries, share=(0, SHARES)), partition=0, epoch=0)
+    assert isinstance(refused, Refused) and "(partition 0 of 2) is no longer at" in refused.reason
     await consumer.stop()
 
 

@@ -1,0 +1,254 @@
+"""The exactly-once step: a batch and its partition's checkpoint in one SQL transaction, fenced by epoch.
+
+``CheckpointedWriter.commit`` applies the events of a batch above the partition's checkpoint, skips
+those at or below it (a redelivery), and moves the checkpoint by compare-and-set in the same
+transaction. The compare-and-set also holds the owner's epoch: a commit whose epoch is lower than the
+row's, or that finds the checkpoint moved by another writer, is rolled back and ``Refused``. The
+caller acknowledges the batch to the log only after ``Committed``: the runners
+(``services/projector/runner.py``) around this writer decide where batches come from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from sqlalchemy import Connection, Engine, RootTransaction, bindparam, insert, select, update
+
+from events import UnknownEventError
+from projections.base import Projection, Record
+from projections.tables import checkpoints, unreadable_events
+from services.projector.errors import NEVER_PARK, CannotIsolateError
+from services.projector.parking import Parking, isolate, lock_checkpoints, write_parked
+from services.projector.positions import claim_rows
+
+log = logging.getLogger(__name__)
+COMMIT_IN_THREAD_FROM = 200  # events in a batch from which its commit overlaps the next batch
+
+# Compare-and-set of a partition's checkpoints, built once with bound parameters (cached compiled SQL).
+ADVANCE = (
+    update(checkpoints)
+    .where(
+        checkpoints.c.name.in_(bindparam("names", expanding=True)),
+        checkpoints.c.share == bindparam("partition"),
+        checkpoints.c.shares == bindparam("partitions"),  # rows divided for another number of partitions are another's
+        checkpoints.c.last_seq == bindparam("expected"),
+        checkpoints.c.epoch <= bindparam("owner"),
+    )
+    .values(last_seq=bindparam("new"), epoch=bindparam("owner"))
+)
+
+
+class Entry(NamedTuple):
+    """One delivered event as the writer takes it: its place in the log, its subject, and what it
+    decoded to (``None``: a claim another writer folds; the checkpoint moves over it all the same)."""
+
+    seq: int
+    subject: str
+    record: Record | UnknownEventError | None
+
+
+@dataclass(frozen=True)
+class Committed:
+    """The batch is in the tables and the checkpoint stands at ``checkpoint``: acknowledge it."""
+
+    checkpoint: int
+    applied: int
+    skipped: int
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Nothing was written: the partition's row is at ``epoch`` and ``checkpoint``, which this owner
+    did not expect (a newer owner took the partition, or another writer moved it)."""
+
+    checkpoint: int
+    epoch: int
+    reason: str
+
+
+class CheckpointedWriter:
+    """Writes batches of one set of projections, each partition's with its checkpoint, exactly once."""
+
+    def __init__(self, engine: Engine, projections: Sequence[Projection], *, partitions: int = 1) -> None:
+        self.engine, self.projections, self.partitions = engine, list(projections), partitions
+        self._names = [p.name for p in self.projections]
+        self._positions: dict[int, int] = {}  # partition -> checkpoint as this writer last committed it
+        self._parking = Parking()
+        # The thread this writer commits large batches in (its own: two writers of one process must
+        # not queue behind each other's commits).
+        self._commit_thread: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def claim(self, partition: int, *, epoch: int = 0) -> int | Refused:
+        """Take ``partition`` at ``epoch``: its checkpoint (registering new projections at 0), with the
+        row's epoch raised to ``epoch`` so that an older owner's commits are refused from now on."""
+        with self.engine.begin() as conn:
+            lock_checkpoints(conn)  # the other partitions' writers start at the same moment
+            rows = claim_rows(conn, self.projections, partition=partition, partitions=self.partitions)
+            if (newer := max(row.epoch for row in rows)) > epoch:
+                return Refused(rows[0].last_seq, newer, f"partition {partition} is owned at epoch {newer}, above {epoch}")
+            positions = {row.last_seq for row in rows}
+            if len(positions) != 1:
+                raise RuntimeError(f"projections are at different positions {sorted(positions)}: rebuild them with replay")
+            conn.execute(update(checkpoints).where(*self._row(partition)).values(epoch=epoch))
+            self._parking.load(conn)
+        self._positions[partition] = positions.pop()
+        return self._positions[partition]
+
+    def position(self, partition: int) -> int | None:
+        """The partition's checkpoint as this writer last claimed or committed it."""
+        return self._positions.get(partition)
+
+    async def commit(self, batch: Sequence[Entry], *, partition: int, epoch: int) -> Committed | Refused:
+        """Apply the events of ``batch`` above the partition's checkpoint and move it to the batch's
+        last sequence, all in one transaction; or change nothing and say why (``Refused``)."""
+        expected = self._positions.get(partition)
+        if expected is None:
+            claimed = self.claim(partition, epoch=epoch)
+            if isinstance(claimed, Refused):
+                return claimed
+            expected = claimed
+        fresh = [entry for entry in batch if entry.seq > expected]
+        if not fresh:
+            return Committed(expected, 0, len(batch))
+        try:
+            moved = await self._write(fresh, partition=partition, epoch=epoch, expected=expected)
+        except CannotIsolateError:
+            raise  # forgetting would fail the same way
+        except BaseException:
+            self.forget()
+            raise
+        if not moved:
+            self.forget()
+            del self._positions[partition]
+            return self._refusal(partition, epoch=epoch, expected=expected)
+        self._positions[partition] = fresh[-1].seq
+        return Committed(fresh[-1].seq, sum(1 for e in fresh if e.record is not None), len(batch) - len(fresh))
+
+    def forget(self) -> None:
+        """Drop what the projections hold in memory (a transaction they built it for did not commit)."""
+        for projection in self.projections:
+            projection.forget()
+
+    def close(self) -> None:
+        """Let the commit thread go (the writer can be used again: it starts another)."""
+        if self._commit_thread is not None:
+            self._commit_thread.shutdown()
+            self._commit_thread = None
+
+    async def _write(self, fresh: list[Entry], *, partition: int, epoch: int, expected: int) -> bool:
+        records, unreadable, subjects = _sort(fresh)
+        through = fresh[-1].seq
+        advance = {"names": self._names, "partition": partition, "partitions": self.partitions, "expected": expected, "new": through, "owner": epoch}
+        try:
+            with self.engine.connect() as conn:
+                transaction = conn.begin()
+                applying, parked = self._hold_back(conn, records, subjects)
+                for projection in self.projections:
+                    projection.apply_batch(conn, applying)
+                if not self._finish(conn, unreadable, parked, advance):
+                    transaction.rollback()
+                    return False
+                # The commit of a large batch is the database's own work with the GIL released: meanwhile
+                # the event loop receives and decodes the next batch. A small one (keeping up) commits
+                # here: handing it to a thread and back would add to an event's way to the page.
+                if len(fresh) >= COMMIT_IN_THREAD_FROM:
+                    await _in_thread(self._committer(), lambda: _commit_or_roll_back(transaction))
+                else:
+                    _commit_or_roll_back(transaction)
+                return True
+        except NEVER_PARK:
+            raise
+        except Exception as failure:
+            # Only now, and only for this batch, is the batch taken apart to find the poison event.
+            log.warning("a batch through sequence %s failed (%s: %s): finding the claim", through, type(failure).__name__, failure)
+            return self._isolate(records, unreadable, subjects, advance, failure)
+
+    def _hold_back(self, conn: Connection, records: list[Record], subjects: dict[int, str]) -> tuple[list[Record], list[dict]]:
+        applying, parked, released = self._parking.hold_back(conn, records, subjects)
+        if released:
+            self.forget()  # a retry rewrote the released claims' rows: what is cached of them is stale
+        return applying, parked
+
+    def _isolate(self, records: list[Record], unreadable: list[dict], subjects: dict[int, str], advance: dict, failure: Exception) -> bool:
+        forget = _forget_or_give_up(self.forget, failure)
+        forget()
+        with self.engine.connect() as conn:
+            transaction = conn.begin()
+            lock_checkpoints(conn)  # before the first savepoint (see lock_checkpoints)
+            applying, parked = self._hold_back(conn, records, subjects)
+            rows, newly = isolate(conn, self.projections, applying, subjects, forget=forget, never_park=NEVER_PARK)
+            if not self._finish(conn, unreadable, sorted(parked + rows, key=lambda row: row["seq"]), advance):
+                transaction.rollback()
+                return False
+            _commit_or_roll_back(transaction)
+        self._parking.claims.update(newly)
+        return True
+
+    def _finish(self, conn: Connection, unreadable: list[dict], parked: list[dict], advance: dict) -> bool:
+        if unreadable:
+            conn.execute(insert(unreadable_events), unreadable)
+        write_parked(conn, parked)
+        return conn.execute(ADVANCE, advance).rowcount == len(self._names)
+
+    def _refusal(self, partition: int, *, epoch: int, expected: int) -> Refused:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(checkpoints.c.last_seq, checkpoints.c.epoch).where(*self._row(partition))).first()
+        at, owner = (row.last_seq, row.epoch) if row is not None else (0, 0)
+        if owner > epoch:
+            return Refused(at, owner, f"partition {partition} is owned at epoch {owner}, above {epoch}")
+        return Refused(at, owner, f"checkpoint of {self._names} (partition {partition} of {self.partitions}) is no longer at {expected}: another projector is writing")
+
+    def _row(self, partition: int) -> tuple:
+        return (checkpoints.c.name.in_(self._names), checkpoints.c.share == partition, checkpoints.c.shares == self.partitions)
+
+    def _committer(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._commit_thread is None:
+            self._commit_thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="projector-commit")
+        return self._commit_thread
+
+
+def _sort(entries: list[Entry]) -> tuple[list[Record], list[dict], dict[int, str]]:
+    """The records to apply, the unreadable events' rows, and the subjects of this writer's events."""
+    records, unreadable = [], []
+    for entry in entries:
+        if isinstance(entry.record, Record):
+            records.append(entry.record)
+        elif entry.record is not None:
+            unreadable.append({"seq": entry.seq, "subject": entry.subject, "reason": str(entry.record)})
+            log.error("unreadable event at sequence %s (%s): %s", entry.seq, entry.subject, entry.record)
+    return records, unreadable, {e.seq: e.subject for e in entries if e.record is not None}
+
+
+def _forget_or_give_up(forget_all: Callable[[], None], failure: Exception) -> Callable[[], None]:
+    def forget() -> None:
+        try:
+            forget_all()
+        except RuntimeError as error:
+            raise CannotIsolateError(str(error)) from failure
+    return forget
+
+
+def _commit_or_roll_back(transaction: RootTransaction) -> None:
+    """Commit; if that fails, roll back, as ``engine.begin()`` does (a PostgreSQL connection would
+    otherwise go back to the pool inside its failed transaction)."""
+    try:
+        transaction.commit()
+    except BaseException:
+        transaction.rollback()
+        raise
+
+
+async def _in_thread(executor: concurrent.futures.Executor, call: Callable[[], object]) -> None:
+    """Run a blocking call in a worker thread. A cancelled caller still waits for the call to end, so
+    that the connection it uses is never in two threads at once."""
+    future = executor.submit(call)
+    try:
+        await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        concurrent.futures.wait([future])
+        raise

@@ -1,0 +1,124 @@
+"""The exactly-once writer on its own, on SQLite and on PostgreSQL (one contract suite): a batch and its
+partition's checkpoint commit together, duplicates are skipped, a stale owner is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import Engine, select
+from sqlalchemy.exc import OperationalError
+
+from projections.base import Record
+from projections.checksum import table_checksums
+from projections.registry import build_projections
+from projections.tables import checkpoints, claim_pages
+from services.projector.runner import claim_partition
+from services.projector.writer import CheckpointedWriter, Committed, Entry, Refused
+from tests.builders import history
+from tests.conftest import random_claim_id
+
+AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def entries_of(claims: list[str], *, first: int = 1) -> list[Entry]:
+    """Every claim's whole history as a batch at sequences from ``first``, claim after claim."""
+    events = [event for claim_id in claims for event in history(claim_id)]
+    return [
+        Entry(seq, f"claims.{event.claim_id}.{event.type}", Record(seq, AT, event))
+        for seq, event in enumerate(events, start=first)
+    ]
+
+
+def positions(engine: Engine) -> set[tuple[int, int, int]]:
+    """(partition, checkpoint, epoch) of every checkpoint row."""
+    with engine.connect() as conn:
+        return {tuple(row) for row in conn.execute(select(checkpoints.c.share, checkpoints.c.last_seq, checkpoints.c.epoch))}
+
+
+def snapshot(engine: Engine) -> tuple[dict, set]:
+    with engine.connect() as conn:
+        return table_checksums(conn), positions(engine)
+
+
+async def test_a_batch_committed_again_applies_only_what_is_above_the_checkpoint(engine: Engine, replay_engine: Engine):
+    batch = entries_of([random_claim_id(), random_claim_id()])
+    writer = CheckpointedWriter(engine, build_projections())
+    assert await writer.commit(batch[:5], partition=0, epoch=0) == Committed(checkpoint=5, applied=5, skipped=0)
+    again = await writer.commit(batch, partition=0, epoch=0)
+    assert again == Committed(checkpoint=len(batch), applied=len(batch) - 5, skipped=5)
+    assert await CheckpointedWriter(engine, build_projections()).commit(batch, partition=0, epoch=0) == Committed(len(batch), 0, len(batch))
+    await CheckpointedWriter(replay_engine, build_projections()).commit(batch, partition=0, epoch=0)
+    with engine.connect() as twice, replay_engine.connect() as once:
+        assert table_checksums(twice) == table_checksums(once)
+
+
+async def test_a_commit_with_an_epoch_below_the_partitions_owner_is_refused_and_writes_nothing(engine: Engine):
+    batch = entries_of([random_claim_id()])
+    paused = CheckpointedWriter(engine, build_projections(), partitions=2)
+    assert await paused.commit(batch[:3], partition=1, epoch=7) == Committed(3, 3, 0)
+    successor = CheckpointedWriter(engine, build_projections(), partitions=2)
+    assert successor.claim(1, epoch=8) == 3  # takes the partition before it has committed anything
+    before = snapshot(engine)
+    refused = await paused.commit(batch, partition=1, epoch=7)
+    assert isinstance(refused, Refused) and (refused.checkpoint, refused.epoch) == (3, 8)
+    assert "owned at epoch 8, above 7" in refused.reason
+    assert snapshot(engine) == before
+    assert isinstance(CheckpointedWriter(engine, build_projections(), partitions=2).claim(1, epoch=7), Refused)
+    assert await successor.commit(batch, partition=1, epoch=8) == Committed(len(batch), len(batch) - 3, 3)
+    assert (1, len(batch), 8) in positions(engine)
+
+
+class FailingProjection:
+    """Stands in for a projection whose batch fails as a database going away would."""
+
+    def __init__(self, projection) -> None:
+        self.name, self.version, self.tables = projection.name, projection.version, projection.tables
+
+    def apply_batch(self, conn, records) -> None:
+        raise OperationalError("INSERT", {}, Exception("injected: the database went away"))
+
+    def forget(self) -> None:
+        pass
+
+
+async def test_a_failure_mid_batch_leaves_the_rows_and_the_checkpoint_as_they_were(engine: Engine):
+    batch = entries_of([random_claim_id(), random_claim_id()])
+    await CheckpointedWriter(engine, build_projections()).commit(batch[:4], partition=0, epoch=0)
+    before = snapshot(engine)
+    first, second = build_projections()
+    failing = CheckpointedWriter(engine, [first, FailingProjection(second)])
+    with pytest.raises(OperationalError, match="injected"):
+        await failing.commit(batch, partition=0, epoch=0)
+    assert snapshot(engine) == before
+    assert await CheckpointedWriter(engine, build_projections()).commit(batch, partition=0, epoch=0) == Committed(len(batch), len(batch) - 4, 4)
+
+
+async def test_commits_of_two_partitions_at_once_both_land(engine: Engine, replay_engine: Engine):
+    claims = [random_claim_id() for _ in range(8)]
+    everything = entries_of(claims)
+    by_partition = {
+        part: [e for e in everything if claim_partition(e.subject, 2) == part] for part in (0, 1)
+    }
+    assert all(by_partition.values())
+    start = threading.Barrier(2)
+    outcomes: dict[int, object] = {}
+
+    def commit_partition(part: int) -> None:
+        writer = CheckpointedWriter(engine, build_projections(), partitions=2)
+        writer.claim(part, epoch=1)
+        start.wait()
+        outcomes[part] = asyncio.run(writer.commit(by_partition[part], partition=part, epoch=1))
+
+    await asyncio.gather(*(asyncio.to_thread(commit_partition, part) for part in (0, 1)))
+    assert outcomes == {part: Committed(batch[-1].seq, len(batch), 0) for part, batch in by_partition.items()}
+    await CheckpointedWriter(replay_engine, build_projections()).commit(everything, partition=0, epoch=0)
+    with engine.connect() as apart, replay_engine.connect() as together:
+        assert len(apart.execute(select(claim_pages.c.claim_id)).all()) == len(claims)
+        assert _without_checkpoints(table_checksums(apart)) == _without_checkpoints(table_checksums(together))
+
+
+def _without_checkpoints(checksums: dict) -> dict:
+    return {table: value for table, value in checksums.items() if table != checkpoints.name}
