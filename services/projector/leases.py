@@ -1,0 +1,129 @@
+"""Who folds which partition: leases in a NATS key-value bucket, and rendezvous hashing over live workers.
+
+A lease is the key ``partition.<k>`` holding the owner's name. It is taken with ``create`` (only when
+no live lease exists) and renewed with ``update(..., last=revision)``, a compare-and-set on the
+revision: a worker that lost its lease cannot renew it. The revision a worker holds is its epoch, which
+the writer puts into the partition's checkpoint (``services/projector/writer.py``), so a worker paused
+past its lease is refused at its next commit. Every entry of the bucket lives ``ttl`` seconds unless
+written again: a killed worker's leases lapse within that time, a stopping worker deletes its own at once.
+
+Workers announce themselves under ``worker.<name>``; each wants the partitions that rendezvous hashing
+gives it among the live workers, so a joining worker takes its share and the others let go of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig, StorageType
+from nats.js.errors import (
+    BucketNotFoundError,
+    KeyNotFoundError,
+    KeyWrongLastSequenceError,
+    NoKeysError,
+    NotFoundError,
+)
+from nats.js.kv import KeyValue
+
+BUCKET = "claimlog-leases"
+
+
+def weight(worker: str, partition: int) -> int:
+    """The rendezvous weight of ``worker`` for ``partition``: the same in every process."""
+    return int.from_bytes(hashlib.blake2b(f"{worker}/{partition}".encode(), digest_size=8).digest(), "big")
+
+
+def owner_of(partition: int, workers: Iterable[str]) -> str:
+    """The live worker that should fold ``partition`` (highest weight; ties go to the greater name)."""
+    return max(workers, key=lambda worker: (weight(worker, partition), worker))
+
+
+def wanted(worker: str, workers: Iterable[str], partitions: int) -> set[int]:
+    """The partitions ``worker`` should fold among ``workers`` (it counts itself live)."""
+    live = set(workers) | {worker}
+    return {k for k in range(partitions) if owner_of(k, live) == worker}
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A partition held by this worker; ``epoch`` is the lease's revision in the bucket."""
+
+    partition: int
+    epoch: int
+
+
+class Leases:
+    """One worker's view of the bucket: announce itself, take, renew and give back partitions."""
+
+    def __init__(self, kv: KeyValue, worker: str) -> None:
+        self._kv, self.worker = kv, worker
+
+    @classmethod
+    async def open(cls, js: JetStreamContext, worker: str, *, ttl: float, replicas: int = 1) -> Leases:
+        """The bucket (made when missing, with entries living ``ttl`` seconds) as seen by ``worker``."""
+        try:
+            kv = await js.key_value(BUCKET)
+        except (BucketNotFoundError, NotFoundError):
+            config = KeyValueConfig(
+                bucket=BUCKET, history=1, ttl=ttl, storage=StorageType.FILE, replicas=replicas,
+                description="claimlog projector workers and the partitions each folds",
+            )
+            kv = await js.create_key_value(config)
+        return cls(kv, worker)
+
+    async def announce(self) -> None:
+        """Say this worker is alive (again within the bucket's ttl, or it counts as gone)."""
+        await self._kv.put(f"worker.{self.worker}", b"")
+
+    async def workers(self) -> list[str]:
+        """The live workers, this one included once it has announced itself."""
+        try:
+            keys = await self._kv.keys()
+        except NoKeysError:
+            return []
+        return sorted(key.removeprefix("worker.") for key in keys if key.startswith("worker."))
+
+    async def take(self, partition: int) -> Lease | None:
+        """The lease of ``partition``, if no other worker holds a live one."""
+        try:
+            return Lease(partition, await self._kv.create(_key(partition), self.worker.encode()))
+        except KeyWrongLastSequenceError:
+            return None
+
+    async def renew(self, lease: Lease) -> Lease | None:
+        """The lease again at a new epoch, or ``None`` when it lapsed or another worker took it."""
+        try:
+            return Lease(lease.partition, await self._kv.update(_key(lease.partition), self.worker.encode(), last=lease.epoch))
+        except (KeyWrongLastSequenceError, KeyNotFoundError):
+            return None
+
+    async def give_back(self, leases: Sequence[Lease]) -> None:
+        """Delete these leases (only where still this worker's) so others take them at once."""
+        for lease in leases:
+            try:
+                await self._kv.delete(_key(lease.partition), last=lease.epoch)
+            except (KeyWrongLastSequenceError, KeyNotFoundError):
+                continue
+
+    async def leave(self) -> None:
+        """Stop counting as a live worker."""
+        await self._kv.delete(f"worker.{self.worker}")
+
+    async def holders(self, partitions: int) -> dict[int, tuple[str, int]]:
+        """Who holds each partition's live lease, and at which epoch."""
+        held = {}
+        for k in range(partitions):
+            try:
+                entry = await self._kv.get(_key(k))
+            except KeyNotFoundError:
+                continue
+            if entry.value:
+                held[k] = (entry.value.decode(), entry.revision)
+        return held
+
+
+def _key(partition: int) -> str:
+    return f"partition.{partition}"

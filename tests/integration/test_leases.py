@@ -1,0 +1,58 @@
+"""Partition leases in a real NATS key-value bucket, and rendezvous hashing over the live workers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+from services.log.servers import connect
+from services.projector.leases import Leases, owner_of, wanted
+
+TTL = 1.0
+
+
+def test_each_partition_has_one_owner_and_a_joining_worker_moves_only_what_it_takes():
+    before = {k: owner_of(k, ["a", "b"]) for k in range(64)}
+    after = {k: owner_of(k, ["a", "b", "c"]) for k in range(64)}
+    moved = {k for k in range(64) if before[k] != after[k]}
+    assert moved == {k for k in range(64) if after[k] == "c"}
+    assert min(Counter(after.values()).values()) > 64 // 6
+    assert wanted("c", ["a", "b"], 64) == {k for k, w in after.items() if w == "c"}
+
+
+async def test_a_lease_is_held_by_one_worker_renewed_at_a_higher_epoch_and_lapses_when_not_renewed(nats_url: str):
+    nc = await connect(nats_url)
+    try:
+        first = await Leases.open(nc.jetstream(), "first", ttl=TTL)
+        second = await Leases.open(nc.jetstream(), "second", ttl=TTL)
+        lease = await first.take(3)
+        assert lease is not None and await second.take(3) is None
+        renewed = await first.renew(lease)
+        assert renewed is not None and renewed.epoch > lease.epoch
+        assert await first.renew(lease) is None  # an old revision renews nothing
+        assert await second.holders(4) == {3: ("first", renewed.epoch)}
+        await asyncio.sleep(TTL * 1.5)
+        taken = await second.take(3)
+        assert taken is not None and taken.epoch > renewed.epoch
+        assert await first.renew(renewed) is None  # paused past its lease: the partition is another's
+    finally:
+        await nc.close()
+
+
+async def test_a_lease_given_back_is_taken_at_once_and_workers_are_live_while_they_announce(nats_url: str):
+    nc = await connect(nats_url)
+    try:
+        first = await Leases.open(nc.jetstream(), "first", ttl=TTL)
+        second = await Leases.open(nc.jetstream(), "second", ttl=TTL)
+        await first.announce()
+        await second.announce()
+        assert await first.workers() == ["first", "second"]
+        lease = await first.take(0)
+        await first.give_back([lease])
+        await first.leave()
+        assert await second.take(0) is not None
+        assert await second.workers() == ["second"]
+        await asyncio.sleep(TTL * 1.5)
+        assert await second.workers() == []
+    finally:
+        await nc.close()
