@@ -54,15 +54,24 @@ class ClaimCache:
     async def prefetch(self, claim_ids: set[str]) -> None:
         """Read the claims not held, many at once (a file's next lines name them before they are decided)."""
         missing = [c for c in claim_ids if c not in self._slots or self._slots[c].stale]
-        for start in range(0, len(missing), READS_AT_ONCE):
-            group = missing[start : start + READS_AT_ONCE]
+        if not missing:
+            return
+        existing = await self._log.claims_with_events(missing)
+        for claim_id in missing:
+            if claim_id not in existing:
+                self._put(claim_id, [])  # nothing to read: a claim with no events yet
+        reads = [c for c in missing if c in existing]
+        for start in range(0, len(reads), READS_AT_ONCE):
+            group = reads[start : start + READS_AT_ONCE]
             for claim_id, stored in zip(group, await asyncio.gather(*(self._log.read_claim(c) for c in group)), strict=True):
-                old = self._slots.get(claim_id)
-                state = claim_state(claim_id, stored)
-                self._slots[claim_id] = ClaimSlot(state, state.head_seq, copies=old.copies if old else Counter())
-                self._slots.move_to_end(claim_id)
-        if missing:
-            self._evict(keep="")
+                self._put(claim_id, stored)
+        self._evict(keep="")
+
+    def _put(self, claim_id: str, stored: list) -> None:
+        old = self._slots.get(claim_id)
+        state = claim_state(claim_id, stored)
+        self._slots[claim_id] = ClaimSlot(state, state.head_seq, copies=old.copies if old else Counter())
+        self._slots.move_to_end(claim_id)
 
     def hold(self, claim_id: str, slot: ClaimSlot) -> None:
         """Keep a slot that has just got events waiting (reading other claims may have pushed it out)."""

@@ -71,11 +71,22 @@ def refuse_duplicate_keys(data: bytes | str) -> None:
     if b'"' not in (data if isinstance(data, bytes) else data.encode()):
         return
     try:
-        _check_unique(json.loads(data, object_pairs_hook=_Members), "$")
-    except DuplicateKeyError:
-        raise
+        json.loads(data, object_pairs_hook=_unique_or_raise)  # each object checked at C speed, in one pass
+    except _NamedTwice:
+        _check_unique(json.loads(data, object_pairs_hook=_Members), "$")  # again, to say which key and where
     except (ValueError, RecursionError):
         return  # not JSON, or nested past what Python parses: the validator says so
+
+
+class _NamedTwice(Exception):
+    """Some object names a key twice (``_check_unique`` then finds which)."""
+
+
+def _unique_or_raise(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    members = dict(pairs)
+    if len(members) != len(pairs):
+        raise _NamedTwice
+    return members
 
 
 def _check_unique(value: Any, path: str) -> None:

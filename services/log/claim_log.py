@@ -42,6 +42,10 @@ class ClaimLog:
         """The claim's events in log order, optionally a window of them."""
         return await self._reader.read(claim_id, after_seq=after_seq, up_to_seq=up_to_seq)
 
+    async def claims_with_events(self, claim_ids: list[str]) -> set[str]:
+        """Which of the claims have any event (many asked at once)."""
+        return await self._reader.claims_with_events(claim_ids)
+
     async def read_log(self, *, after_seq: int, limit: int) -> list[StoredEvent]:
         """Up to ``limit`` events of the whole log after ``after_seq``, in log order."""
         return await self._reader.read_log(after_seq=after_seq, limit=limit)

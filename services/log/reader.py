@@ -13,12 +13,13 @@ from nats.aio.client import Client
 from nats.js.errors import NotFoundError
 
 from events import Event, decode
-from events.subjects import ALL_EVENTS, claim_filter
+from events.subjects import ALL_EVENTS, claim_filter, claim_of
 from services.log.chain import event_hash
 from services.log.connection import RESTORED_TIME, RawHeaders, subscribe_plain
 from services.log.errors import LogError
 
 PAGE = 1000
+MULTI_LAST = 256  # claims asked about in one batched get
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _from_iso = datetime.fromisoformat
 
@@ -209,19 +210,32 @@ class ClaimReader:
         page, _ = await self._page(ALL_EVENTS, after_seq + 1, timeout, batch=limit)
         return page
 
+    async def claims_with_events(self, claim_ids: list[str], *, timeout: float = 5.0) -> set[str]:
+        """Which of the claims have any event, asked many at a time (a batched last-per-subject get),
+        so that a claim seen for the first time costs no read of its own."""
+        found: set[str] = set()
+        for start in range(0, len(claim_ids), MULTI_LAST):
+            filters = [claim_filter(claim_id) for claim_id in claim_ids[start : start + MULTI_LAST]]
+            page, _ = await self._get({"multi_last": filters, "batch": len(filters) * 64}, timeout, what=f"the heads of {len(filters)} claims")
+            found.update(claim_of(stored.subject) for stored in page)
+        return found
+
     async def _page(self, subject: str, start: int, timeout: float, *, batch: int = PAGE) -> tuple[list[StoredEvent], bool]:
+        return await self._get({"seq": start, "next_by_subj": subject, "batch": batch}, timeout, what=subject)
+
+    async def _get(self, body: dict, timeout: float, *, what: str) -> tuple[list[StoredEvent], bool]:
         await self.start()
         self._counter += 1
         token = str(self._counter)
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         page: list[StoredEvent] = []
         self._pending[token] = (done, page)
-        request = json.dumps({"seq": start, "next_by_subj": subject, "batch": batch}).encode()
+        request = json.dumps(body).encode()
         try:
             await self._nc.publish(f"$JS.API.DIRECT.GET.{self._stream}", request, reply=f"{self._prefix}.{token}")
             more = await asyncio.wait_for(done, timeout)
         except TimeoutError:
-            raise LogError(f"reading {subject} from {self._stream}: no answer within {timeout}s") from None
+            raise LogError(f"reading {what} from {self._stream}: no answer within {timeout}s") from None
         finally:
             self._pending.pop(token, None)
         return page, more

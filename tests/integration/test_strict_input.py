@@ -94,7 +94,8 @@ async def test_claimlog_ingest_reports_a_line_that_names_a_field_twice_and_publi
     claim_log, tmp_path
 ):
     from events import Actor
-    from services.commands.bulk import BulkIngest, read_commands
+    from services.commands.bulk import BulkIngest
+    from services.commands.bulk_lines import read_commands
 
     bot = Actor(id="ingest-bot", kind="model", model="pipeline-2")
     first, second = random_claim_id(), random_claim_id()
