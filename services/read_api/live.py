@@ -4,7 +4,9 @@ The projector that commits a batch sends a notice (``services/projector/notices.
 subscribes once and hands each open stream the latest sequence of what it watches. A stream holds no
 queue: each keeps only the newest change it has not sent (one sequence for a claim; for the registry,
 the changed claims, up to ``COALESCE_LIMIT``, past which it asks the client to reload), so a slow client
-costs the same memory as a fast one, and a burst of commits reaches it as one message. A message is sent
+costs the same memory as a fast one, and a burst of commits reaches it as one message. A registry stream
+sends at most one message every ``REGISTRY_EVERY`` seconds, merging what changed meanwhile: it hears of
+every commit in the registry, and its clients want the registry's state, not each step. A message is sent
 only after the commit it names, so a read with ``?after=`` its sequence shows the change. A client that
 reconnects with ``Last-Event-ID`` gets what changed since then from the read models first.
 """
@@ -32,6 +34,7 @@ from services.read_api.sequences import Seq
 router = APIRouter(tags=["live"])
 COALESCE_LIMIT = 500  # changed claims a registry stream holds before it says "reload" instead
 RETRY_MS = 2000  # how long a browser waits before it reconnects
+REGISTRY_EVERY = 0.1  # seconds between two messages of a registry stream: what changed meanwhile is merged
 DISCONNECT_CHECK = 2.0  # seconds between looks at whether an idle stream's client has gone (its place is then freed)
 
 
@@ -192,6 +195,8 @@ async def _stream(request: Request, watcher: Watcher, resume: int | None) -> Asy
             message = await _take(request.app.state.engine, watcher)
             if message is not None:
                 yield message
+                if watcher.claim_id is None:
+                    await asyncio.sleep(REGISTRY_EVERY)  # a burst of commits becomes one message
     finally:
         hub.close(_client(request), watcher)
 
