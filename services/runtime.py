@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import nats.errors
 
+from events.subjects import LogLayout
 from services.actors import ensure_store_replicas
 from services.embedded import EmbeddedNats, running_url
 from services.local_cluster import LocalCluster, cluster_nodes
@@ -26,7 +27,8 @@ T = TypeVar("T")
 def stream_spec(settings: Settings) -> StreamSpec:
     """The stream claimlog runs on, from settings."""
     server_sync = None if settings.nats_url else settings.nats_sync  # the embedded server's, which claimlog configures
-    return StreamSpec(settings.stream, nats_replicas(settings), settings.duplicate_window_seconds, server_sync)
+    layout = LogLayout(settings.subject_prefix, settings.partitions)
+    return StreamSpec(settings.stream, nats_replicas(settings), settings.duplicate_window_seconds, server_sync, layout)
 
 
 def nats_replicas(settings: Settings) -> int:

@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from events.subjects import DEFAULT_STREAM
+from events.subjects import DEFAULT_PARTITIONS, DEFAULT_PREFIX, DEFAULT_STREAM, MAX_PARTITIONS, TOKEN
 
 # An origin as browsers send it: scheme and host (and port), no path, not even "/"; or "*" for any.
 Origin = Annotated[str, StringConstraints(pattern=r"^(\*|https?://[^/?#\s]+)$")]
@@ -33,7 +33,16 @@ class Settings(BaseSettings):
         default=10.0, gt=0, le=600, description="How long a process waits for its first connection to NATS before it fails."
     )
     database_url: str | None = Field(default=None, description="SQLAlchemy URL; unset uses SQLite in data_dir.")
-    stream: str = Field(default=DEFAULT_STREAM, pattern=r"^[A-Za-z0-9_-]+$")
+    stream: str = Field(default=DEFAULT_STREAM, pattern=r"^[A-Za-z0-9_-]+$", description="The JetStream stream holding the log.")
+    subject_prefix: str = Field(
+        default=DEFAULT_PREFIX, pattern=rf"^{TOKEN}$", description="First token of the log's subjects: <prefix>.<claim_id>.<EventType>."
+    )
+    partitions: int = Field(
+        default=DEFAULT_PARTITIONS,
+        ge=0,
+        le=MAX_PARTITIONS,
+        description="Partitions the stream stores claims in, fixed when it is made (0: unpartitioned, as before partitions).",
+    )
     nats_replicas: int = Field(
         default=1, ge=1, le=5,
         description="Copies of everything claimlog keeps on NATS (the log and the token store): 3 on a cluster.",

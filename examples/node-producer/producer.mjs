@@ -10,6 +10,10 @@ import { createHash, randomBytes } from "node:crypto";
 import { ErrorCode, connect, headers } from "nats";
 
 const STREAM = process.env.CLAIMLOG_STREAM ?? "CLAIMS";
+const PREFIX = process.env.CLAIMLOG_SUBJECT_PREFIX ?? "claims";
+// The stream stores claims.<claim>.<Type> as claims.<partition>.<claim>.<Type> (the server computes the
+// partition); a stream made before partitions (CLAIMLOG_PARTITIONS=0) stores it as published.
+const PARTITIONED = (process.env.CLAIMLOG_PARTITIONS ?? "16") !== "0";
 const ACTOR = { id: "node-producer", kind: "service" }; // a model would be { id, kind: "model", model: "name-1" }
 const WRONG_LAST_SEQUENCE = 10071;
 
@@ -24,7 +28,7 @@ function uuidv7() {
 }
 
 const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
-const claimFilter = (claimId) => `claims.${claimId}.*`;
+const claimFilter = (claimId) => (PARTITIONED ? `${PREFIX}.*.${claimId}.*` : `${PREFIX}.${claimId}.*`);
 
 /** nats.js ignores credentials in a URL, so they are taken out and passed as options. */
 function connectOptions(url) {
@@ -76,7 +80,7 @@ async function claimHead(jsm, claimId) {
 
 /** Publish one event if the claim's last stored event is still at expectedSeq; throws if refused. */
 async function append(js, event, expectedSeq) {
-  const subject = `claims.${event.claim_id}.${event.type}`;
+  const subject = `${PREFIX}.${event.claim_id}.${event.type}`;
   const data = Buffer.from(JSON.stringify(event));
   const h = headers();
   h.set("Nats-Expected-Last-Subject-Sequence-Subject", claimFilter(event.claim_id));
@@ -100,7 +104,7 @@ function refusal(error, event, expectedSeq) {
     return `${what} refused: the claim's last event is no longer at sequence ${expectedSeq} ` +
       `(${error.api_error.description}); another writer got there first, nothing was written`;
   }
-  if (error.code === ErrorCode.NoResponders) return `${what}: no stream stores claims.> (is ${STREAM} created?)`;
+  if (error.code === ErrorCode.NoResponders) return `${what}: no stream stores ${PREFIX}.> (is ${STREAM} created?)`;
   if (error.code === ErrorCode.Timeout) return `${what}: no acknowledgement; it may or may not be stored`;
   return `${what} refused: ${error.api_error?.description ?? error.message}`;
 }

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from events.subjects import ROOT
+from events.subjects import exported_subject
 from services.log import ClaimLog, StoredEvent
 from services.log.reader import parse_store_time
 from services.log.restore import Republisher, RestoredEvent
@@ -120,15 +120,13 @@ def _parse(text: str) -> tuple[int, RestoredEvent]:
     seq, subject, stored_at, digest = line["seq"], line["subject"], line["stored_at"], line["hash"]
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
         raise ValueError(f"seq must be a positive integer, got {seq!r}")
-    parts = subject.split(".") if isinstance(subject, str) else []
-    if len(parts) != 3 or parts[0] != ROOT or not all(parts):
-        raise ValueError(f"subject {subject!r} is not {ROOT}.<claim id>.<event type>")
+    claim_id, event_type = exported_subject(subject)
     parse_store_time(stored_at)
     data = _stored_bytes(line)
     if hashlib.sha256(data).hexdigest() != digest:
         raise ValueError(f"hash {digest!r} is not the SHA-256 of the event's bytes: the event was altered")
     msg_id = line.get("msg_id") or _event_id(data)
-    return seq, RestoredEvent(subject, data, msg_id if isinstance(msg_id, str) else None, stored_at)
+    return seq, RestoredEvent(claim_id, event_type, data, msg_id if isinstance(msg_id, str) else None, stored_at)
 
 
 def _stored_bytes(line: dict) -> bytes:
@@ -158,7 +156,7 @@ async def import_file(claim_log: ClaimLog, path: Path, *, window: int = 256, pro
     if not count:
         raise ImportRefused(f"{path} holds no events")
     renumbered, restored = False, 0
-    async with Republisher(claim_log.nc, claim_log.stream, window=window) as republisher:
+    async with Republisher(claim_log.nc, claim_log.stream, window=window, layout=claim_log.layout) as republisher:
         for seq, event in read_export(path):
             restored = await republisher.publish(event)
             renumbered = renumbered or restored != seq

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from events import UnknownEventError, decode
-from events.subjects import ROOT
+from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log import ClaimLog, StoredEvent
 
 PAGE = 1000
@@ -65,8 +65,8 @@ class Report:
 class LogCheck:
     """Checks stored events fed in log order: sequence, decoding, subject and the claim's hash chain."""
 
-    def __init__(self, report: Report) -> None:
-        self._report = report
+    def __init__(self, report: Report, layout: LogLayout = DEFAULT_LAYOUT) -> None:
+        self._report, self._layout = report, layout
         self._next_seq = 1
         self._last_hash: dict[str, bytes] = {}
         self._last_time = None  # the previous event's store time: they never go backwards
@@ -76,8 +76,7 @@ class LogCheck:
         self._gap_before(stored.seq)
         self._report.events += 1
         subject, seq = stored.subject, stored.seq
-        root, _, rest = subject.partition(".")
-        claim_id, _, event_type = rest.partition(".")
+        partition, claim_id, event_type = self._where(subject)
         previous = self._last_hash.get(claim_id)
         self._last_hash[claim_id] = hashlib.sha256(stored.data).digest()
         if self._last_time is not None and stored.stored_at < self._last_time:
@@ -95,13 +94,22 @@ class LogCheck:
         except UnknownEventError as error:
             self._report.add(Finding("unreadable", str(error), seq, subject, claim_id))
             return
-        if root != ROOT or event.claim_id != claim_id or event.type != event_type:
+        if event.claim_id != claim_id or event.type != event_type or partition != self._layout.partition_of(claim_id):
+            wanted = self._layout.stored_subject(event.claim_id, event.type)
             self._report.add(
-                Finding("subject", f"a {event.type} of {event.claim_id} is stored under {subject}", seq, subject, claim_id)
+                Finding("subject", f"a {event.type} of {event.claim_id} is stored under {subject}, not {wanted}", seq, subject, claim_id)
             )
         expected = previous.hex() if previous is not None else None
         if event.prev_hash != expected:
             self._report.add(Finding("chain", _chain_break(event.prev_hash, expected), seq, subject, claim_id))
+
+    def _where(self, subject: str) -> tuple[int | None, str, str]:
+        """Partition, claim and type of a stored subject; a subject of another shape is kept whole as the
+        claim (its event then fails the subject check, with the subject in the finding)."""
+        try:
+            return self._layout.parse(subject)
+        except ValueError:
+            return None, subject, ""
 
     def finish(self, last_seq: int) -> None:
         """Everything up to ``last_seq`` has been fed: a missing tail is a gap too."""
@@ -127,7 +135,7 @@ async def check_log(
     claim_log: ClaimLog, report: Report, *, head: int, progress: Callable[[int], None] | None = None
 ) -> None:
     """Stream the log from its first sequence through ``head`` into the checks, reading the next page meanwhile."""
-    check = LogCheck(report)
+    check = LogCheck(report, claim_log.layout)
     report.last_seq = head
     after = 0
     pending = asyncio.ensure_future(claim_log.read_log(after_seq=0, limit=PAGE)) if head else None

@@ -23,7 +23,8 @@ class ClaimLog:
         self.nc = nc
         self.spec = spec
         self.stream = spec.name
-        self._reader = ClaimReader(nc, spec.name)
+        self.layout = spec.layout
+        self._reader = ClaimReader(nc, spec.name, layout=spec.layout)
 
     async def ensure(self, *, create: bool = True) -> None:
         """Create the stream (unless told not to: a missing one is then an error), or refuse one that
@@ -34,7 +35,9 @@ class ClaimLog:
         self, claim_id: str, events: Sequence[Event], *, expected_seq: int, prev_hash: str | None
     ) -> Appended:
         """Append events to one claim atomically if its last event is still at ``expected_seq``."""
-        return await append(self.nc, self.stream, claim_id, events, expected_seq=expected_seq, prev_hash=prev_hash)
+        return await append(
+            self.nc, self.stream, claim_id, events, expected_seq=expected_seq, prev_hash=prev_hash, layout=self.layout
+        )
 
     async def read_claim(
         self, claim_id: str, *, after_seq: int = 0, up_to_seq: int | None = None
@@ -52,7 +55,7 @@ class ClaimLog:
 
     async def claim_head(self, claim_id: str) -> ClaimHead:
         """The claim's last sequence and hash."""
-        return await claim_head(self.nc, self.stream, claim_id)
+        return await claim_head(self.nc, self.stream, claim_id, layout=self.layout)
 
     async def head(self) -> int:
         """The last sequence in the whole log."""
@@ -60,7 +63,7 @@ class ClaimLog:
 
     def consumer(self, name: str, *, max_batch: int) -> DurableConsumer:
         """A durable consumer of every event, for a projector."""
-        return DurableConsumer(self.nc, self.stream, name, max_batch=max_batch)
+        return DurableConsumer(self.nc, self.stream, name, max_batch=max_batch, layout=self.layout)
 
     async def forget_consumer(self, name: str) -> None:
         """Delete a consumer made for one job (a replay); a missing one is fine."""
@@ -69,4 +72,4 @@ class ClaimLog:
 
     def pipeline(self, *, window: int = 512) -> Pipeline:
         """Many appends in flight at once (use as ``async with``)."""
-        return Pipeline(self.nc, self.stream, window=window)
+        return Pipeline(self.nc, self.stream, window=window, layout=self.layout)

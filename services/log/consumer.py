@@ -19,7 +19,7 @@ from nats.aio.client import Client
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, ReplayPolicy
 from nats.js.errors import NotFoundError
 
-from events.subjects import ALL_EVENTS
+from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.connection import RESTORED_TIME, RawHeaders, subscribe_plain
 from services.log.errors import LogError
 from services.log.reader import time_stored
@@ -64,8 +64,11 @@ class Delivery(NamedTuple):
 class DurableConsumer:
     """A durable, ack-all pull consumer over every claim subject, positioned by the caller's checkpoint."""
 
-    def __init__(self, nc: Client, stream: str, name: str, *, max_batch: int = 1000) -> None:
+    def __init__(
+        self, nc: Client, stream: str, name: str, *, max_batch: int = 1000, layout: LogLayout = DEFAULT_LAYOUT
+    ) -> None:
         self._nc, self._stream, self._name, self._max_batch = nc, stream, name, max_batch
+        self._filter = layout.all_events
         self._queue: asyncio.Queue[Frame] = asyncio.Queue()
         self._owed = 0
         self._heard_at = 0.0  # loop time of the last message or heartbeat
@@ -90,7 +93,7 @@ class DurableConsumer:
             start = {"deliver_policy": DeliverPolicy.BY_START_SEQUENCE, "opt_start_seq": after_seq + 1}
         return ConsumerConfig(
             durable_name=self._name,
-            filter_subject=ALL_EVENTS,
+            filter_subject=self._filter,
             ack_policy=AckPolicy.ALL,
             ack_wait=120,
             max_ack_pending=self._max_batch * (PREFETCH_BATCHES + 2),

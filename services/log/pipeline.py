@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from nats.aio.client import Client
 
 from events import Event
+from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.chain import chain, event_hash
 from services.log.connection import encode_headers, subscribe_plain
 from services.log.errors import ConflictError, PublishError
@@ -32,8 +33,8 @@ ACK_TIMEOUT = 10.0
 class Pipeline:
     """Submit appends without waiting; each returns a future of its ``Appended``."""
 
-    def __init__(self, nc: Client, stream: str, *, window: int = 512) -> None:
-        self._nc, self._stream = nc, stream
+    def __init__(self, nc: Client, stream: str, *, window: int = 512, layout: LogLayout = DEFAULT_LAYOUT) -> None:
+        self._nc, self._stream, self._layout = nc, stream, layout
         self._slots = asyncio.Semaphore(window)
         self._pending: dict[str, tuple[asyncio.Future[Appended], tuple]] = {}
         self._prefix = nc.new_inbox()
@@ -59,7 +60,7 @@ class Pipeline:
         check_append(claim_id, events)
         await self._slots.acquire()
         linked = chain(events, prev_hash)
-        messages = batch_headers(claim_id, linked, expected_seq)
+        messages = batch_headers(claim_id, linked, expected_seq, layout=self._layout)
         self._counter += 1
         token = str(self._counter)
         future: asyncio.Future[Appended] = asyncio.get_running_loop().create_future()
@@ -104,6 +105,6 @@ class Pipeline:
 
     async def _resolve_refusal(self, future, refusal, claim_id, events, expected_seq) -> None:
         try:
-            future.set_result(await settle_refusal(self._nc, self._stream, claim_id, events, expected_seq, refusal))
+            future.set_result(await settle_refusal(self._nc, self._stream, claim_id, events, expected_seq, refusal, layout=self._layout))
         except (ConflictError, PublishError) as error:
             future.set_exception(error)

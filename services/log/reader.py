@@ -13,7 +13,7 @@ from nats.aio.client import Client
 from nats.js.errors import NotFoundError
 
 from events import Event, decode
-from events.subjects import ALL_EVENTS, claim_filter, claim_of
+from events.subjects import DEFAULT_LAYOUT, LogLayout, claim_of
 from services.log.chain import event_hash
 from services.log.connection import RESTORED_TIME, RawHeaders, subscribe_plain
 from services.log.errors import LogError
@@ -105,10 +105,10 @@ def store_time_from_ns(nanoseconds: int) -> datetime:
     return EPOCH + timedelta(microseconds=nanoseconds // 1000)
 
 
-async def claim_head(nc: Client, stream: str, claim_id: str) -> ClaimHead:
+async def claim_head(nc: Client, stream: str, claim_id: str, *, layout: LogLayout = DEFAULT_LAYOUT) -> ClaimHead:
     """The claim's last stored sequence and hash (0 and None for a claim with no events)."""
     try:
-        last = await nc.jetstream().get_last_msg(stream, claim_filter(claim_id), direct=True)
+        last = await nc.jetstream().get_last_msg(stream, layout.claim_filter(claim_id), direct=True)
     except NotFoundError:
         return ClaimHead(0, None)
     return ClaimHead(last.seq, event_hash(last.data or b""))
@@ -133,12 +133,13 @@ async def read_claim(
     after_seq: int = 0,
     up_to_seq: int | None = None,
     timeout: float = 5.0,
+    layout: LogLayout = DEFAULT_LAYOUT,
 ) -> list[StoredEvent]:
     """The claim's events in log order, after ``after_seq`` and up to ``up_to_seq`` when given.
 
     A one-off read with its own reply subscription; ``ClaimReader`` shares one for many reads.
     """
-    async with ClaimReader(nc, stream) as reader:
+    async with ClaimReader(nc, stream, layout=layout) as reader:
         return await reader.read(claim_id, after_seq=after_seq, up_to_seq=up_to_seq, timeout=timeout)
 
 
@@ -152,8 +153,8 @@ class ClaimReader:
     what is newer than a sequence asks for the claim's head first.
     """
 
-    def __init__(self, nc: Client, stream: str) -> None:
-        self._nc, self._stream = nc, stream
+    def __init__(self, nc: Client, stream: str, *, layout: LogLayout = DEFAULT_LAYOUT) -> None:
+        self._nc, self._stream, self._layout = nc, stream, layout
         self._prefix = nc.new_inbox()
         self._token_at = len(self._prefix) + 1  # where the read's token starts in a reply subject
         self._sub = None
@@ -182,7 +183,7 @@ class ClaimReader:
         self, claim_id: str, *, after_seq: int = 0, up_to_seq: int | None = None, timeout: float = 5.0
     ) -> list[StoredEvent]:
         """The claim's events in log order, after ``after_seq`` and up to ``up_to_seq`` when given."""
-        subject, start = claim_filter(claim_id), after_seq + 1
+        subject, start = self._layout.claim_filter(claim_id), after_seq + 1
         if after_seq == 0:
             # From the stream's first sequence the server finds the claim's first event in its subject
             # index (no scan, even for a claim with no events), and each page says whether more of the
@@ -192,7 +193,7 @@ class ClaimReader:
             # From a later sequence, a claim with nothing newer would have the server look through every
             # later block for a match: its head (the indexed last-by-subject lookup) says first whether
             # there is anything to read.
-            head = await claim_head(self._nc, self._stream, claim_id)
+            head = await claim_head(self._nc, self._stream, claim_id, layout=self._layout)
             last = head.seq if up_to_seq is None else min(head.seq, up_to_seq)
         events: list[StoredEvent] = []
         while last is None or start <= last:
@@ -207,7 +208,7 @@ class ClaimReader:
 
     async def read_log(self, *, after_seq: int, limit: int, timeout: float = 5.0) -> list[StoredEvent]:
         """Up to ``limit`` events of the whole log after ``after_seq``, in order (the change feed)."""
-        page, _ = await self._page(ALL_EVENTS, after_seq + 1, timeout, batch=limit)
+        page, _ = await self._page(self._layout.all_events, after_seq + 1, timeout, batch=limit)
         return page
 
     async def claims_with_events(self, claim_ids: list[str], *, timeout: float = 5.0) -> set[str]:
@@ -215,7 +216,7 @@ class ClaimReader:
         so that a claim seen for the first time costs no read of its own."""
         found: set[str] = set()
         for start in range(0, len(claim_ids), MULTI_LAST):
-            filters = [claim_filter(claim_id) for claim_id in claim_ids[start : start + MULTI_LAST]]
+            filters = [self._layout.claim_filter(claim_id) for claim_id in claim_ids[start : start + MULTI_LAST]]
             page, _ = await self._get({"multi_last": filters, "batch": len(filters) * 64}, timeout, what=f"the heads of {len(filters)} claims")
             found.update(claim_of(stored.subject) for stored in page)
         return found

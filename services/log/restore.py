@@ -1,7 +1,9 @@
 """Republishing exported events byte for byte into an empty stream (``claimlog import``).
 
 Unlike an append, a restore does not encode or chain anything: each message carries the exact bytes
-it had in the exported log, to the same subject, in the same order. Every publish is still checked:
+it had in the exported log, for the same claim and event type, in the same order. It is published
+on the subject producers use, so the stream stores it in its own layout (a log stored before
+partitions is restored into a partitioned stream as it is). Every publish is still checked:
 its message id, the claim's expected last sequence, and an acknowledgement at the sequence the
 restore expects (so a restored full log has the exported sequences).
 """
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 
 from nats.aio.client import Client
 
-from events.subjects import claim_filter, claim_of
+from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.connection import RESTORED_TIME, subscribe_plain
 from services.log.errors import PublishError
 from services.log.writer import parse_ack
@@ -23,9 +25,10 @@ ACK_TIMEOUT = 30.0
 
 @dataclass(frozen=True)
 class RestoredEvent:
-    """One exported event to republish: where it goes, its exact bytes, its id and its original store time."""
+    """One exported event to republish: its claim and type, its exact bytes, its id and its original store time."""
 
-    subject: str
+    claim_id: str
+    event_type: str
     data: bytes = field(repr=False)
     msg_id: str | None
     stored_at: str  # RFC 3339, as exported
@@ -34,8 +37,10 @@ class RestoredEvent:
 class Republisher:
     """Publishes restored events in order with a bounded window of unacknowledged ones."""
 
-    def __init__(self, nc: Client, stream: str, *, after_seq: int = 0, window: int = 256) -> None:
-        self._nc, self._stream = nc, stream
+    def __init__(
+        self, nc: Client, stream: str, *, after_seq: int = 0, window: int = 256, layout: LogLayout = DEFAULT_LAYOUT
+    ) -> None:
+        self._nc, self._stream, self._layout = nc, stream, layout
         self._slots = asyncio.Semaphore(window)
         self._pending: dict[str, asyncio.Future[None]] = {}
         self._prefix = nc.new_inbox()
@@ -59,10 +64,10 @@ class Republisher:
             raise self.failure
         await self._slots.acquire()
         self._position += 1
-        seq, claim = self._position, claim_of(event.subject)
+        seq, claim = self._position, event.claim_id
         headers = {
             "Nats-Expected-Last-Subject-Sequence": str(self._claims.get(claim, 0)),
-            "Nats-Expected-Last-Subject-Sequence-Subject": claim_filter(claim),
+            "Nats-Expected-Last-Subject-Sequence-Subject": self._layout.claim_filter(claim),
             RESTORED_TIME: event.stored_at,
         }
         if event.msg_id:
@@ -71,7 +76,8 @@ class Republisher:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         future.add_done_callback(lambda _: self._slots.release())
         self._pending[str(seq)] = future
-        await self._nc.publish(event.subject, event.data, reply=f"{self._prefix}.{seq}", headers=headers)
+        subject = self._layout.publish_subject(claim, event.event_type)
+        await self._nc.publish(subject, event.data, reply=f"{self._prefix}.{seq}", headers=headers)
         return seq
 
     async def drain(self, timeout: float = ACK_TIMEOUT) -> None:

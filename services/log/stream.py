@@ -6,10 +6,10 @@ import logging
 from dataclasses import dataclass
 
 from nats.aio.client import Client
-from nats.js.api import RetentionPolicy, StorageType, StreamConfig, StreamInfo
+from nats.js.api import RetentionPolicy, StorageType, StreamConfig, StreamInfo, SubjectTransform
 from nats.js.errors import APIError, NotFoundError
 
-from events.subjects import ALL_EVENTS
+from events.subjects import DEFAULT_LAYOUT, LogLayout, read_transform
 from services.log.durability import warn_if_not_durable
 from services.log.errors import LogConfigError
 from services.log.replication import cannot_hold, ensure_replicas
@@ -26,13 +26,17 @@ class StreamSpec:
     duplicate_window: float = 300.0
     # The server's JetStream sync_interval when claimlog configured the server itself (embedded), else None.
     server_sync: str | None = None
+    # The subject prefix and the number of partitions, fixed when the stream is made.
+    layout: LogLayout = DEFAULT_LAYOUT
 
     def config(self) -> StreamConfig:
         """The stream configuration claimlog creates."""
+        transform = self.layout.transform
         return StreamConfig(
             name=self.name,
             description="claimlog: the immutable log of research-claim events",
-            subjects=[ALL_EVENTS],
+            subjects=self.layout.stream_subjects,
+            subject_transform=SubjectTransform(src=transform[0], dest=transform[1]) if transform else None,
             retention=RetentionPolicy.LIMITS,
             storage=StorageType.FILE,
             num_replicas=self.replicas,
@@ -69,19 +73,42 @@ async def ensure_stream(nc: Client, spec: StreamSpec, *, create: bool = True) ->
             raise cannot_hold(f"stream {spec.name}", spec.replicas, error) from None
         warn_if_not_durable(nc, info, sync=spec.server_sync)
         return info
-    problems = alteration_risks(info.config)
+    problems = alteration_risks(info.config, spec.layout)
     if problems:
         raise LogConfigError(
             f"stream {spec.name} can lose or rewrite events: {'; '.join(problems)}. "
             "claimlog refuses to run on it: the log is its only source of truth. "
             "Fix the stream's configuration (or point CLAIMLOG_STREAM at another stream) and start again."
         )
+    check_layout(info.config, spec.layout)
     info = await ensure_replicas(nc, info, spec.replicas, what=f"stream {spec.name}", change=create)
     warn_if_not_durable(nc, info, sync=spec.server_sync)
     return await _enable_what_appends_need(nc, info, spec)
 
 
-def alteration_risks(config: StreamConfig) -> list[str]:
+def stored_partitions(config: StreamConfig, prefix: str) -> int:
+    """The number of partitions an existing stream stores ``prefix``'s events in (0: unpartitioned)."""
+    transform = config.subject_transform
+    try:
+        return read_transform(prefix, transform and transform.src, transform and transform.dest)
+    except ValueError as error:
+        raise LogConfigError(f"stream {config.name}: {error}") from None
+
+
+def check_layout(config: StreamConfig, layout: LogLayout) -> None:
+    """Refuse a stream whose partitions are not the configured ones: they are fixed when the stream is made."""
+    found = stored_partitions(config, layout.prefix)
+    if found == layout.partitions:
+        return
+    held = f"in {found} partitions" if found else "unpartitioned (as published)"
+    raise LogConfigError(
+        f"stream {config.name} stores its events {held}, but CLAIMLOG_PARTITIONS is {layout.partitions}. "
+        f"The partitions of a stream are fixed when it is made: set CLAIMLOG_PARTITIONS={found} to use it "
+        "as it is, or copy the log into a new stream (export, import, verify: docs/operations.md)."
+    )
+
+
+def alteration_risks(config: StreamConfig, layout: LogLayout = DEFAULT_LAYOUT) -> list[str]:
     """Every setting of an existing stream that would let an acknowledged event disappear."""
     problems = []
     if not config.deny_delete:
@@ -97,8 +124,9 @@ def alteration_risks(config: StreamConfig) -> list[str]:
             problems.append(f"{limit} is {getattr(config, limit)} (old events are discarded)")
     if config.max_age:
         problems.append(f"max_age is {config.max_age}s (old events expire)")
-    if ALL_EVENTS not in (config.subjects or []):
-        problems.append(f"its subjects {config.subjects} do not include {ALL_EVENTS}")
+    wanted = layout.stream_subjects[0] if stored_partitions(config, layout.prefix) else layout.all_events
+    if wanted not in (config.subjects or []):
+        problems.append(f"its subjects {config.subjects} do not include {wanted}")
     return problems
 
 

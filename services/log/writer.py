@@ -12,7 +12,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from events import Event
-from events.subjects import claim_filter, event_subject
+from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.chain import chain, event_hash
 from services.log.errors import ConflictError, PublishError
 from services.log.reader import read_claim
@@ -42,11 +42,12 @@ async def append(
     expected_seq: int,
     prev_hash: str | None,
     timeout: float = 5.0,
+    layout: LogLayout = DEFAULT_LAYOUT,
 ) -> Appended:
     """Append events to one claim, all or nothing, only if its last event is still at ``expected_seq``."""
     check_append(claim_id, events)
     linked = chain(events, prev_hash)
-    messages = batch_headers(claim_id, linked, expected_seq)
+    messages = batch_headers(claim_id, linked, expected_seq, layout=layout)
     for subject, data, headers in messages[:-1]:
         await nc.publish(subject, data, headers=headers)
     subject, data, headers = messages[-1]
@@ -54,7 +55,7 @@ async def append(
     try:
         return interpret_ack(ack, claim_id, expected_seq, count=len(linked), last_hash=event_hash(data))
     except (ConflictError, AlreadyStored) as refusal:
-        return await settle_refusal(nc, stream, claim_id, events, expected_seq, refusal)
+        return await settle_refusal(nc, stream, claim_id, events, expected_seq, refusal, layout=layout)
 
 
 def check_append(claim_id: str, events: Sequence[Event]) -> None:
@@ -71,10 +72,17 @@ class AlreadyStored(Exception):
 
 
 async def settle_refusal(
-    nc: Client, stream: str, claim_id: str, events: Sequence[Event], expected_seq: int, refusal: Exception
+    nc: Client,
+    stream: str,
+    claim_id: str,
+    events: Sequence[Event],
+    expected_seq: int,
+    refusal: Exception,
+    *,
+    layout: LogLayout = DEFAULT_LAYOUT,
 ) -> Appended:
     """A refused append that is really a retry of one already stored is a duplicate; anything else is raised."""
-    retry = await _stored_before(nc, stream, claim_id, events, after_seq=expected_seq)
+    retry = await _stored_before(nc, stream, claim_id, events, after_seq=expected_seq, layout=layout)
     if retry is not None:
         return retry
     if isinstance(refusal, ConflictError):
@@ -82,20 +90,25 @@ async def settle_refusal(
     raise PublishError(f"JetStream says the events for {claim_id} were stored, but they are not there")
 
 
-async def _stored_before(nc: Client, stream: str, claim_id: str, events: Sequence[Event], *, after_seq: int):
+async def _stored_before(nc: Client, stream: str, claim_id: str, events: Sequence[Event], *, after_seq: int, layout: LogLayout):
     wanted = [event.event_id for event in events]
     ours = set(wanted)
-    stored = [s for s in await read_claim(nc, stream, claim_id, after_seq=after_seq) if s.msg_id in ours]
+    stored = [s for s in await read_claim(nc, stream, claim_id, after_seq=after_seq, layout=layout) if s.msg_id in ours]
     if [s.msg_id for s in stored] != wanted:
         return None
     return Appended(claim_id, stored[0].seq, stored[-1].seq, True, stored[-1].hash)
 
 
-def batch_headers(claim_id: str, linked: list[tuple[Event, bytes]], expected_seq: int) -> list[tuple[str, bytes, dict]]:
-    """Subject, bytes and headers of each message of one append (an atomic batch when more than one)."""
+def batch_headers(
+    claim_id: str, linked: list[tuple[Event, bytes]], expected_seq: int, *, layout: LogLayout = DEFAULT_LAYOUT
+) -> list[tuple[str, bytes, dict]]:
+    """Subject, bytes and headers of each message of one append (an atomic batch when more than one).
+
+    The subject is the one producers publish on; the expected sequence covers every stored subject of
+    the claim, whichever partition the stream stores it in."""
     headers = [{"Nats-Msg-Id": event.event_id} for event, _ in linked]
     headers[0]["Nats-Expected-Last-Subject-Sequence"] = str(expected_seq)
-    headers[0]["Nats-Expected-Last-Subject-Sequence-Subject"] = claim_filter(claim_id)
+    headers[0]["Nats-Expected-Last-Subject-Sequence-Subject"] = layout.claim_filter(claim_id)
     if len(linked) > 1:
         batch_id = uuid.uuid4().hex
         for number, header in enumerate(headers, start=1):
@@ -103,7 +116,7 @@ def batch_headers(claim_id: str, linked: list[tuple[Event, bytes]], expected_seq
             header["Nats-Batch-Sequence"] = str(number)
         headers[-1]["Nats-Batch-Commit"] = "1"
     return [
-        (event_subject(claim_id, event.type), data, header)
+        (layout.publish_subject(claim_id, event.type), data, header)
         for (event, data), header in zip(linked, headers, strict=True)
     ]
 

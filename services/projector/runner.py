@@ -12,6 +12,7 @@ import nats.errors
 from sqlalchemy import Engine
 
 from events import UnknownEventError, decode
+from events.subjects import claim_of
 from projections.base import Projection, Record
 from services.generations import Generations
 from services.log import ClaimLog, Delivery, DurableConsumer
@@ -206,8 +207,7 @@ def to_entries(deliveries: Sequence[Delivery], *, share: tuple[int, int] = (0, 1
 
 def claim_partition(subject: str, parts: int) -> int:
     """Which of ``parts`` partitions a stored event's claim falls in (by the claim id in its subject)."""
-    claim = subject.split(".", 2)[1] if subject.count(".") >= 1 else subject
-    return zlib.crc32(claim.encode()) % parts
+    return zlib.crc32(claim_of(subject).encode()) % parts
 
 
 async def _sleep_unless(stop: asyncio.Event, delay: float) -> None:

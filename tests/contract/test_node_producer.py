@@ -106,7 +106,8 @@ async def test_the_node_producers_events_match_the_committed_json_schemas(
 ):
     await produce(producer_script, nats_url, claim_id)
     stored = await claim_log.read_claim(claim_id)
-    assert [s.subject for s in stored] == [f"claims.{claim_id}.ClaimDrafted", f"claims.{claim_id}.SourceAttached"]
+    stored_as = claim_log.layout.stored_subject  # published plainly, stored in the claim's partition by the server
+    assert [s.subject for s in stored] == [stored_as(claim_id, "ClaimDrafted"), stored_as(claim_id, "SourceAttached")]
     for event in stored:
         check_against_committed_schema(event)
 

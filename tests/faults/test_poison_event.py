@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, select
 
-from events.subjects import claim_of
+from events.subjects import DEFAULT_LAYOUT, claim_of
 from projections.tables import claim_pages, metadata, parked_events
 from services.log import ClaimLog
 from tests.faults.conftest import PostgresTarget, PublishedLog, sqlite_url
@@ -149,7 +149,7 @@ async def poison_then_retry(
     assert [r["reason"] for r in rows] == [reason] + [f"claim parked after seq {withdrawal}"] * (
         len(held) - 1
     )
-    assert all(r["subject"] == f"claims.{poisoned}.{r['event_type']}" for r in rows)
+    assert all(r["subject"] == DEFAULT_LAYOUT.stored_subject(poisoned, r["event_type"]) for r in rows)
     logged = projector_log.read_text()
     assert f"parked claim {poisoned} at sequence {withdrawal} ({POISONED_TYPE})" in logged, logged[-3000:]
     report(

@@ -9,7 +9,7 @@ import pytest
 
 import services.log.reader as reader
 from events import encode
-from events.subjects import event_subject
+from events.subjects import claim_of, event_subject
 from services.log import ClaimLog, LogError, StoredEvent, StreamSpec, connect
 from services.log.chain import chain
 from services.log.reader import RESTORED_TIME, ClaimReader, read_claim
@@ -43,7 +43,7 @@ async def test_a_claim_read_among_others_holds_exactly_its_events_up_to_the_poin
         assert [s.seq for s in await claim_log.read_claim(claims[1], up_to_seq=up_to)] == [q for q in mine if q <= up_to]
     assert [s.seq for s in await claim_log.read_claim(claims[1], after_seq=mine[3], up_to_seq=mine[8])] == mine[4:9]
     assert await claim_log.read_claim(claims[1], up_to_seq=0) == []
-    assert all(s.subject.startswith(f"claims.{claims[1]}.") for s in await claim_log.read_claim(claims[1]))
+    assert all(claim_of(s.subject) == claims[1] for s in await claim_log.read_claim(claims[1]))
 
 
 async def test_reads_in_small_pages_give_the_same_events(claim_log: ClaimLog, monkeypatch: pytest.MonkeyPatch):

@@ -12,7 +12,7 @@ import nats
 import pytest
 from sqlalchemy import Engine
 
-from events.subjects import event_subject
+from events.subjects import DEFAULT_LAYOUT, claim_of, event_subject
 from projections.checksum import table_checksums
 from services.db import make_engine, upgrade
 from services.embedded import EmbeddedNats
@@ -123,13 +123,13 @@ async def test_a_stream_restored_from_a_modified_backup_fails_verify_at_the_next
     assert claimlog("export", "--out", str(exported), nats_url=nats_url, cwd=tmp_path).returncode == 0
     lines = [json.loads(line) for line in exported.read_text().splitlines()]
     # Someone edits an event of claims[0] in the backup and recomputes its hash, so the file itself checks out.
-    edited = next(i for i, line in enumerate(lines) if line["subject"] == event_subject(claims[0], "SourceAttached"))
+    edited = next(i for i, line in enumerate(lines) if line["subject"] == DEFAULT_LAYOUT.stored_subject(claims[0], "SourceAttached"))
     lines[edited]["event"] = lines[edited]["event"].replace("Measured", "Invented")
     lines[edited]["hash"] = hashlib.sha256(lines[edited]["event"].encode()).hexdigest()
     exported.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert claimlog("import", str(exported), nats_url=fresh_nats, cwd=tmp_path).returncode == 0
 
     code, report = verify_json("--skip-tables", nats_url=fresh_nats, cwd=tmp_path)
-    following = next(line for line in lines[edited + 1 :] if line["subject"].startswith(f"claims.{claims[0]}."))
+    following = next(line for line in lines[edited + 1 :] if claim_of(line["subject"]) == claims[0])
     assert code == 1
     assert [(f["kind"], f["claim_id"], f["seq"]) for f in report["findings"]] == [("chain", claims[0], following["seq"])]

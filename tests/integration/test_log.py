@@ -6,6 +6,7 @@ import pytest
 from nats.js.api import StreamConfig
 from nats.js.errors import APIError
 
+from events.subjects import partition_of_token
 from services.log import ClaimLog, ConflictError, LogConfigError, StreamSpec, connect
 from tests.builders import attached, drafted, withdrawn
 
@@ -20,7 +21,9 @@ async def test_an_append_is_read_back_in_order_with_a_hash_chain(claim_log: Clai
     assert stored[1].event.prev_hash == stored[0].hash
     assert stored[2].event.prev_hash == stored[1].hash
     assert appended.last_hash == stored[2].hash
-    assert stored[1].subject == f"claims.{claim_id}.SourceAttached"
+    # Published on claims.<claim>.<Type>, stored by the server's transform in the claim's partition.
+    partition = partition_of_token(claim_id, 16)
+    assert stored[1].subject == f"claims.{partition}.{claim_id}.SourceAttached"
 
 
 async def test_a_writer_with_a_stale_expected_sequence_gets_a_conflict_and_writes_nothing(

@@ -6,6 +6,7 @@ import pytest
 from sqlalchemy import Engine, event, func, select
 from sqlalchemy.exc import OperationalError
 
+from events.subjects import DEFAULT_LAYOUT
 from projections.base import Record
 from projections.checksum import table_checksums
 from projections.claim_page import fold
@@ -158,7 +159,7 @@ async def test_an_unreadable_event_is_recorded_and_later_events_still_project(
     with engine.connect() as conn:
         rows = conn.execute(select(unreadable_events)).all()
         page = claim_page(conn, claim_id)
-    assert [(r.seq, r.subject) for r in rows] == [(bad.seq, f"claims.{claim_id}.ClaimDrafted")]
+    assert [(r.seq, r.subject) for r in rows] == [(bad.seq, DEFAULT_LAYOUT.stored_subject(claim_id, "ClaimDrafted"))]
     assert "invalid ClaimDrafted" in rows[0].reason
     assert [s.source_id for s in page.sources] == ["after"]
 

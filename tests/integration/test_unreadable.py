@@ -11,6 +11,7 @@ import nats
 from sqlalchemy import Engine, select
 
 from events import encode
+from events.subjects import DEFAULT_LAYOUT
 from projections.registry import build_projections
 from projections.tables import unreadable_events
 from services.log import ClaimLog
@@ -41,8 +42,9 @@ async def test_each_unreadable_event_is_recorded_with_why_and_a_valid_claim_stil
         js = raw.jetstream()
         written = []
         for event_type, data, reason in malformed(claim_id):
-            subject = f"claims.{claim_id}.{event_type}"
-            written.append((subject, (await js.publish(subject, data)).seq, reason))
+            subject = DEFAULT_LAYOUT.publish_subject(claim_id, event_type)
+            stored = DEFAULT_LAYOUT.stored_subject(claim_id, event_type)
+            written.append((stored, (await js.publish(subject, data)).seq, reason))
     finally:
         await raw.close()
     valid_claim = random_claim_id()

@@ -8,7 +8,7 @@ from pathlib import Path
 import nats
 from sqlalchemy import Engine, text
 
-from events.subjects import event_subject
+from events.subjects import DEFAULT_LAYOUT, event_subject
 from services.log import ClaimLog
 from services.log.reader import RESTORED_TIME
 from tests.builders import attached
@@ -64,6 +64,9 @@ async def test_a_forged_previous_hash_and_an_altered_row_are_named_and_a_clean_l
         assert left == []
 
 
+stored_subject = DEFAULT_LAYOUT.stored_subject
+
+
 async def test_unreadable_events_and_a_subject_that_lies_are_named_with_sequence_and_subject(
     nats_url: str, claim_log: ClaimLog, tmp_path: Path
 ):
@@ -78,8 +81,8 @@ async def test_unreadable_events_and_a_subject_that_lies_are_named_with_sequence
     code, report = verify_json("--skip-tables", nats_url=nats_url, cwd=tmp_path)
     assert code == 1 and report["events"] == head + 2
     found = {(f["kind"], f["seq"], f["subject"]) for f in report["findings"]}
-    assert ("unreadable", garbage, event_subject(claims[0], "ClaimDrafted")) in found
-    assert ("subject", elsewhere, event_subject(claims[0], "SourceAttached")) in found
+    assert ("unreadable", garbage, stored_subject(claims[0], "ClaimDrafted")) in found
+    assert ("subject", elsewhere, stored_subject(claims[0], "SourceAttached")) in found
     unreadable = next(f for f in report["findings"] if f["kind"] == "unreadable")
     assert "not JSON" in unreadable["message"] and unreadable["claim_id"] == claims[0]
 
