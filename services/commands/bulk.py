@@ -84,7 +84,7 @@ class BulkIngest:
         if not await stream_takes_batches(self._log.nc, self._log.stream):
             return await self._pipelined(items)
         source = iter(items)
-        async with AtomicBatches(self._log.nc, self._log.stream) as self._batches:
+        async with AtomicBatches(self._log.nc, self._log.stream, layout=self._log.layout) as self._batches:
             while (item := await self._next(source)) is not None or await self._flush():
                 if isinstance(item, LineError):
                     self._finish_line(item.number, item)
@@ -197,7 +197,7 @@ class BulkIngest:
 
     async def _refused(self, refused: Round, error: Exception) -> None:
         """Every line of the refused batch and of the open one is decided again against the log as it is now."""
-        moved = await moved_claims(self._log.nc, self._log.stream, list(refused.shares.values()))
+        moved = await moved_claims(self._log.nc, self._log.stream, list(refused.shares.values()), layout=self._log.layout)
         log.info("a batch of %d events was refused (%s); claims moved: %s", refused.events, error, sorted(moved) or "none")
         lines = refused.lines + self._open.lines
         self._claims.forget({line.command.claim_id for line, _ in lines})

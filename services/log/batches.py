@@ -20,7 +20,7 @@ from nats.aio.client import Client
 from nats.js.errors import NotFoundError
 
 from events import Event
-from events.subjects import claim_filter, event_subject
+from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.connection import encode_headers, subscribe_plain
 from services.log.errors import LogError, PublishError
 from services.log.reader import claim_head
@@ -52,8 +52,8 @@ class BatchRefused(LogError):
 class AtomicBatches:
     """Sends batches over many claims on one connection; each commit answers with the batch's last sequence."""
 
-    def __init__(self, nc: Client, stream: str) -> None:
-        self._nc, self._stream = nc, stream
+    def __init__(self, nc: Client, stream: str, *, layout: LogLayout = DEFAULT_LAYOUT) -> None:
+        self._nc, self._stream, self._layout = nc, stream, layout
         self._prefix = nc.new_inbox()
         self._waiting: dict[str, asyncio.Future[dict]] = {}
         self._sub = None
@@ -70,7 +70,7 @@ class AtomicBatches:
 
     async def send(self, shares: Sequence[ClaimShare]) -> asyncio.Future[dict]:
         """Publish one batch; the future holds the commit's acknowledgement (see ``first_sequence``)."""
-        messages = [m for share in shares for m in _messages(share)]
+        messages = [m for share in shares for m in _messages(share, self._layout)]
         if not 0 < len(messages) <= MAX_BATCH_EVENTS:
             raise ValueError(f"a batch holds 1 to {MAX_BATCH_EVENTS} events, got {len(messages)}")
         batch_id = uuid.uuid4().hex
@@ -108,10 +108,10 @@ class AtomicBatches:
             future.set_exception(error)
 
 
-def _messages(share: ClaimShare) -> list[tuple[str, bytes, dict[str, str]]]:
-    out = [(event_subject(share.claim_id, event.type), data, {"Nats-Msg-Id": event.event_id}) for event, data in share.linked]
+def _messages(share: ClaimShare, layout: LogLayout) -> list[tuple[str, bytes, dict[str, str]]]:
+    out = [(layout.publish_subject(share.claim_id, event.type), data, {"Nats-Msg-Id": event.event_id}) for event, data in share.linked]
     out[0][2]["Nats-Expected-Last-Subject-Sequence"] = str(share.expected_seq)
-    out[0][2]["Nats-Expected-Last-Subject-Sequence-Subject"] = claim_filter(share.claim_id)
+    out[0][2]["Nats-Expected-Last-Subject-Sequence-Subject"] = layout.claim_filter(share.claim_id)
     return out
 
 
@@ -125,9 +125,11 @@ def first_sequence(ack: dict, count: int) -> int:
     raise BatchRefused(f"JetStream stored nothing of the batch: {description} (err_code {code})", conflict=conflict)
 
 
-async def moved_claims(nc: Client, stream: str, shares: Sequence[ClaimShare]) -> set[str]:
+async def moved_claims(
+    nc: Client, stream: str, shares: Sequence[ClaimShare], *, layout: LogLayout = DEFAULT_LAYOUT
+) -> set[str]:
     """The claims of a refused batch whose last sequence is no longer the one the batch expected."""
-    heads = await asyncio.gather(*(claim_head(nc, stream, share.claim_id) for share in shares))
+    heads = await asyncio.gather(*(claim_head(nc, stream, share.claim_id, layout=layout) for share in shares))
     return {share.claim_id for share, head in zip(shares, heads, strict=True) if head.seq != share.expected_seq}
 
 
