@@ -15,8 +15,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from services.ingest.page_batches import import_pages
 from services.ingest.page_format import PageFormatError
-from services.ingest.pages import PageOutcome, import_page, read_page
+from services.ingest.pages import PageOutcome, read_page
 from services.runtime import open_log
 from services.settings import Settings
 
@@ -36,10 +37,8 @@ async def ingest_files(settings: Settings, files: list[Path], console: Console) 
             TimeRemainingColumn(), console=console,
         ) as progress:
             task = progress.add_task("pages", total=len(pages), rate="")
-            for page in pages:
-                outcomes.append(await import_page(claim_log, page))
-                speed = progress.tasks[0].speed
-                progress.update(task, advance=1, rate=f"{speed:.0f} pages/s" if speed else "")
+            advance = throttled_advance(progress, task, "pages")
+            outcomes.extend(await import_pages(claim_log, pages, on_page=lambda: advance(1)))
     return _report(outcomes, console)
 
 

@@ -6,21 +6,29 @@ on the subject producers use, so the stream stores it in its own layout (a log s
 partitions is restored into a partitioned stream as it is). Every publish is still checked:
 its message id, the claim's expected last sequence, and an acknowledgement at the sequence the
 restore expects (so a restored full log has the exported sequences).
+
+On a stream that takes atomic batches the events go in batches of up to the server's limit over many
+claims, a few batches in flight: a restore knows every sequence in advance, so each claim's first event
+in a batch can expect the claim's last restored sequence without waiting, and one synced
+acknowledgement answers a whole batch. Otherwise each event is its own acknowledged publish.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import dataclass, field
 
 from nats.aio.client import Client
 
 from events.subjects import DEFAULT_LAYOUT, LogLayout
-from services.log.connection import RESTORED_TIME, subscribe_plain
+from services.log.batches import MAX_BATCH_EVENTS, stream_takes_batches
+from services.log.connection import RESTORED_TIME, encode_headers, subscribe_plain
 from services.log.errors import PublishError
 from services.log.writer import parse_ack
 
 ACK_TIMEOUT = 30.0
+BATCHES_IN_FLIGHT = 4  # well under the server's 50 per stream
 
 
 @dataclass(frozen=True)
@@ -47,13 +55,20 @@ class Republisher:
         self._sub = None
         self._position = after_seq  # the sequence the last published event must be stored at
         self._claims: dict[str, int] = {}  # claim -> sequence of its last event in this restore
+        self._batch: list[tuple[str, bytes, dict[str, str]]] | None = None  # None: one publish per event
+        self._batch_claims: set[str] = set()  # the claims of the open batch
+        self._blocks = getattr(nc, "publishes_header_blocks", False)
         self.failure: PublishError | None = None
 
     async def __aenter__(self) -> Republisher:
         self._sub = await subscribe_plain(self._nc, f"{self._prefix}.*", self._on_ack)
+        if await stream_takes_batches(self._nc, self._stream):
+            self._batch, self._slots = [], asyncio.Semaphore(BATCHES_IN_FLIGHT)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            await self._send_batch()
         await self.drain()
         if self._sub is not None:
             await self._sub.unsubscribe()
@@ -62,23 +77,52 @@ class Republisher:
         """Publish one event; returns the sequence it must be stored at. Raises the first failure seen."""
         if self.failure is not None:
             raise self.failure
-        await self._slots.acquire()
         self._position += 1
         seq, claim = self._position, event.claim_id
-        headers = {
-            "Nats-Expected-Last-Subject-Sequence": str(self._claims.get(claim, 0)),
-            "Nats-Expected-Last-Subject-Sequence-Subject": self._layout.claim_filter(claim),
-            RESTORED_TIME: event.stored_at,
-        }
+        subject = self._layout.publish_subject(claim, event.event_type)
+        headers = {RESTORED_TIME: event.stored_at}
         if event.msg_id:
             headers["Nats-Msg-Id"] = event.msg_id
+        if self._batch is not None:
+            self._in_batch(claim, seq, headers)
+            self._batch.append((subject, event.data, headers))
+            if len(self._batch) == MAX_BATCH_EVENTS:
+                await self._send_batch()
+            return seq
+        headers["Nats-Expected-Last-Subject-Sequence"] = str(self._claims.get(claim, 0))
+        headers["Nats-Expected-Last-Subject-Sequence-Subject"] = self._layout.claim_filter(claim)
         self._claims[claim] = seq
+        await self._slots.acquire()
+        await self._nc.publish(subject, event.data, reply=self._expect_ack(seq), headers=headers)
+        return seq
+
+    def _in_batch(self, claim: str, seq: int, headers: dict[str, str]) -> None:
+        """The claim's first event in the batch expects its last restored sequence; the rest follow it."""
+        if claim not in self._batch_claims:
+            self._batch_claims.add(claim)
+            headers["Nats-Expected-Last-Subject-Sequence"] = str(self._claims.get(claim, 0))
+            headers["Nats-Expected-Last-Subject-Sequence-Subject"] = self._layout.claim_filter(claim)
+        self._claims[claim] = seq
+
+    async def _send_batch(self) -> None:
+        if not self._batch:
+            return
+        batch, self._batch = self._batch, []
+        self._batch_claims.clear()
+        await self._slots.acquire()
+        batch_id, last = uuid.uuid4().hex, len(batch)
+        for number, (subject, data, headers) in enumerate(batch, start=1):
+            headers["Nats-Batch-Id"], headers["Nats-Batch-Sequence"] = batch_id, str(number)
+            reply = ""
+            if number == last:
+                headers["Nats-Batch-Commit"], reply = "1", self._expect_ack(self._position)
+            await self._nc.publish(subject, data, reply=reply, headers=encode_headers(headers) if self._blocks else headers)
+
+    def _expect_ack(self, seq: int) -> str:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         future.add_done_callback(lambda _: self._slots.release())
         self._pending[str(seq)] = future
-        subject = self._layout.publish_subject(claim, event.event_type)
-        await self._nc.publish(subject, event.data, reply=f"{self._prefix}.{seq}", headers=headers)
-        return seq
+        return f"{self._prefix}.{seq}"
 
     async def drain(self, timeout: float = ACK_TIMEOUT) -> None:
         """Wait for every acknowledgement; raise the first failure."""

@@ -37,8 +37,9 @@ def write_lines(path: Path, lines: list[dict]) -> Path:
     return path
 
 
-def attach_from_another_process(nats_url: str, claim_id: str, source_id: str) -> None:
-    """Another writer, on its own connection and event loop, attaches a source to the claim (retrying its own conflicts)."""
+def attach_from_another_process(nats_url: str, claim_id: str, source_id: str, *, command: dict | None = None) -> None:
+    """Another writer, on its own connection and event loop, attaches a source to the claim (or runs
+    ``command``), retrying its own conflicts."""
     from events import new_event_id
     from events.envelope import utc_now
     from services.commands.decide import Context, decide
@@ -50,7 +51,7 @@ def attach_from_another_process(nats_url: str, claim_id: str, source_id: str) ->
         for _ in range(20):
             state = claim_state(claim_id, await log.read_claim(claim_id))
             ctx = Context(WRITER, new_event_id(), utc_now(), prev_hash=state.head_hash)
-            events = decide(parse_command(json.dumps(attach(claim_id, source_id))), state, ctx)
+            events = decide(parse_command(json.dumps(command or attach(claim_id, source_id))), state, ctx)
             try:
                 await log.append(claim_id, events, expected_seq=state.head_seq, prev_hash=state.head_hash)
                 break
@@ -129,3 +130,29 @@ async def test_a_stream_without_atomic_batches_is_warned_about_and_takes_the_pip
     assert (report.accepted, [(e.number, e.reason) for e in report.rejected]) == (2, [(3, "source_exists")])
     assert await claim_log.head() == 2
     assert StreamConfig  # the log module's own configuration type
+
+
+async def test_pages_import_in_one_batch_and_a_page_whose_claim_moved_meanwhile_is_decided_again(nats_url: str, claim_log: ClaimLog):
+    from events.envelope import utc_now
+    from services.ingest.page_batches import import_pages
+    from services.ingest.pages import read_page, sample_pages
+
+    pages = [read_page(path) for path in sample_pages()]
+    moved = pages[1].claim_id
+    calls = 0
+
+    def clock():
+        nonlocal calls
+        calls += 1
+        if calls == len(pages):  # every claim is read and the first attempt decided: another writer moves one
+            attach_from_another_process(nats_url, moved, "", command=draft(moved))
+        return utc_now()
+
+    outcomes = await import_pages(claim_log, pages, clock=clock)
+    assert [o.error for o in outcomes] == [None, None, None] and calls == 2 * len(pages)
+    head = await claim_log.head()
+    assert head == sum(o.published for o in outcomes) + 1  # the pages' events and the other writer's draft, each once
+    stored = await claim_log.read_claim(moved)
+    assert stored[0].event.actor.id == WRITER.id and len(stored) == outcomes[1].published + 1
+    again = await import_pages(claim_log, pages)
+    assert [o.published for o in again] == [0, 0, 0] and await claim_log.head() == head

@@ -1,0 +1,129 @@
+"""Importing many registry pages in atomic batches over their claims: one synced acknowledgement for
+many pages' events instead of one per page.
+
+Pages are taken a group at a time (each claim once in a group); their claims are read together, each
+page's missing events decided (``decide_import``) and chained, and the group's claims go out in
+batches of up to the server's limit, each claim's first event expecting the claim's last sequence.
+A batch refused because a claim moved meanwhile stores nothing: its pages are read and decided again,
+up to ``CONFLICT_RETRIES`` times; pages of batches that landed keep their outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from events import Actor, new_event_id
+from events.envelope import utc_now
+from projections.base import Record
+from projections.claim_page import fold
+from services.ingest.importer import REGISTRY_MODEL, ImportContext, decide_import
+from services.ingest.page_format import RegistryPage
+from services.ingest.pages import CONFLICT_RETRIES, PageOutcome, import_page
+from services.log import ClaimLog
+from services.log.batches import (
+    MAX_BATCH_EVENTS,
+    AtomicBatches,
+    BatchRefused,
+    ClaimShare,
+    stream_takes_batches,
+)
+from services.log.chain import chain
+
+GROUP = 256  # pages read and decided together
+
+
+async def import_pages(
+    log: ClaimLog, pages: Sequence[RegistryPage], *, actor: Actor = REGISTRY_MODEL,
+    clock: Callable[[], datetime] = utc_now, on_page: Callable[[], None] = lambda: None,
+) -> list[PageOutcome]:
+    """Append what the log lacks of every page; one outcome per page, in order."""
+    if not await stream_takes_batches(log.nc, log.stream):
+        outcomes = []
+        for page in pages:
+            outcomes.append(await import_page(log, page, actor=actor, clock=clock))
+            on_page()
+        return outcomes
+    outcomes: dict[int, PageOutcome] = {}
+    async with AtomicBatches(log.nc, log.stream) as batches:
+        for group in _groups(list(enumerate(pages))):
+            for index, outcome in await _import_group(log, batches, group, actor, clock):
+                outcomes[index] = outcome
+                on_page()
+    return [outcomes[index] for index in range(len(pages))]
+
+
+def _groups(pages: list[tuple[int, RegistryPage]]) -> list[list[tuple[int, RegistryPage]]]:
+    groups: list[list[tuple[int, RegistryPage]]] = [[]]
+    for item in pages:
+        if len(groups[-1]) == GROUP or any(p.claim_id == item[1].claim_id for _, p in groups[-1]):
+            groups.append([])
+        groups[-1].append(item)
+    return [group for group in groups if group]
+
+
+async def _import_group(log, batches: AtomicBatches, group, actor: Actor, clock) -> list[tuple[int, PageOutcome]]:
+    done: list[tuple[int, PageOutcome]] = []
+    remaining = group
+    for _ in range(CONFLICT_RETRIES):
+        decided = await _decide(log, remaining, actor, clock)
+        remaining = []
+        for chunk in _chunks(decided):
+            shares = [share for _, _, share in chunk if share]
+            try:
+                first = await batches.commit(shares) if shares else 0
+            except BatchRefused:
+                remaining.extend((index, page) for index, page, _ in chunk)
+                continue
+            done.extend(_outcomes(chunk, first))
+        if not remaining:
+            return done
+    message = f"other writers moved its claim during all {CONFLICT_RETRIES} attempts"
+    return done + [(index, PageOutcome(page.path, page.claim_id, 0, error=f"{page.path}: {message}")) for index, page in remaining]
+
+
+async def _decide(log: ClaimLog, group, actor: Actor, clock) -> list[tuple[int, RegistryPage, ClaimShare | None]]:
+    stored = await asyncio.gather(*(log.read_claim(page.claim_id) for _, page in group))
+    out = []
+    for (index, page), events_stored in zip(group, stored, strict=True):
+        current = fold(Record(s.seq, s.stored_at, s.event) for s in events_stored)
+        events = decide_import(page, current, ImportContext(actor=actor, now=clock(), correlation_id=new_event_id()))
+        head_seq, head_hash = (events_stored[-1].seq, events_stored[-1].hash) if events_stored else (0, None)
+        share = ClaimShare(page.claim_id, head_seq, chain(events, head_hash)) if events else None
+        out.append((index, page, share if share else _Unchanged(head_seq)))
+    return out
+
+
+class _Unchanged:
+    """A page the log already holds: nothing to send, its claim's last sequence."""
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def _chunks(decided):
+    chunk, size = [], 0
+    for item in decided:
+        count = len(item[2].linked) if item[2] else 0
+        if chunk and size + count > MAX_BATCH_EVENTS:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(item)
+        size += count
+    if chunk:
+        yield chunk
+
+
+def _outcomes(chunk, first: int) -> list[tuple[int, PageOutcome]]:
+    out, seq = [], first
+    for index, page, share in chunk:
+        if share:
+            seq += len(share.linked)
+            out.append((index, PageOutcome(page.path, page.claim_id, len(share.linked), seq - 1)))
+        else:
+            out.append((index, PageOutcome(page.path, page.claim_id, 0, share.seq or None)))
+    return out
