@@ -13,7 +13,7 @@ from nats.aio.client import Client
 from nats.js.errors import NotFoundError
 
 from events import Event, decode
-from events.subjects import DEFAULT_LAYOUT, LogLayout, claim_of
+from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.chain import event_hash
 from services.log.connection import RESTORED_TIME, RawHeaders, subscribe_plain
 from services.log.errors import LogError
@@ -218,7 +218,7 @@ class ClaimReader:
         for start in range(0, len(claim_ids), MULTI_LAST):
             filters = [self._layout.claim_filter(claim_id) for claim_id in claim_ids[start : start + MULTI_LAST]]
             page, _ = await self._get({"multi_last": filters, "batch": len(filters) * 64}, timeout, what=f"the heads of {len(filters)} claims")
-            found.update(claim_of(stored.subject) for stored in page)
+            found.update(self._layout.claim_of(stored.subject) for stored in page)
         return found
 
     async def _page(self, subject: str, start: int, timeout: float, *, batch: int = PAGE) -> tuple[list[StoredEvent], bool]:
