@@ -40,7 +40,6 @@ from bench.common import arguments, progress  # noqa: E402
 from bench.results import record  # noqa: E402
 from bench.workload import write_commands  # noqa: E402
 from events import Actor  # noqa: E402
-from events.subjects import claim_filter  # noqa: E402
 from services.commands.bulk import BulkIngest  # noqa: E402
 from services.commands.bulk_lines import count_lines, iter_commands  # noqa: E402
 from services.embedded import EmbeddedNats  # noqa: E402
@@ -88,7 +87,7 @@ async def peer_batches(url: str, path: Path) -> tuple[float, float]:
             if claim_id not in heads:
                 heads[claim_id] = number
                 headers["Nats-Expected-Last-Subject-Sequence"] = str(last.get(claim_id, 0))
-                headers["Nats-Expected-Last-Subject-Sequence-Subject"] = "peerb." + claim_filter(claim_id)
+                headers["Nats-Expected-Last-Subject-Sequence-Subject"] = f"peerb.claims.{claim_id}.*"
             headers |= {"Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(number)}
             if number == len(batch):
                 headers["Nats-Batch-Commit"] = "1"
@@ -131,7 +130,7 @@ async def peer_pipelined(url: str, path: Path, window: int = 512) -> tuple[float
                 headers = {
                     "Nats-Msg-Id": str(uuid.uuid4()),
                     "Nats-Expected-Last-Subject-Sequence": str(seq),
-                    "Nats-Expected-Last-Subject-Sequence-Subject": "peer." + claim_filter(claim_id),
+                    "Nats-Expected-Last-Subject-Sequence-Subject": f"peer.claims.{claim_id}.*",
                 }
                 seq = (await js.publish(f"peer.claims.{claim_id}.Event", data, headers=headers)).seq
 
