@@ -18,6 +18,7 @@ from services.parked_cli import parked_app
 from services.replay_cli import replay
 from services.runtime import run, tune_gc
 from services.settings import Settings
+from services.status_cli import register as register_status
 from services.timeline_cli import register as register_timeline
 
 app = typer.Typer(help="claimlog: the event-sourced registry of research claims.", no_args_is_help=True)
@@ -30,6 +31,7 @@ app.add_typer(parked_app, name="parked")
 register_audit(app)  # verify, export, import
 app.command()(replay)
 register_timeline(app)  # show, history
+register_status(app)
 console = Console(stderr=True)
 
 

@@ -171,19 +171,25 @@ class LocalCluster:
 
 
 async def jetstream_ready(url: str, deadline: float) -> None:
-    """Wait until the cluster has elected its JetStream leader and answers JetStream requests."""
+    """Wait until the cluster has elected its JetStream leader, and every stream it holds a leader of its own
+    (after a restart each stream elects one anew; until then it answers nothing)."""
     nc = await connect(url, name="claimlog-cluster-start")
     try:
-        while True:
-            try:
-                await nc.jetstream(timeout=1).account_info()
-                return
-            except (TimeoutError, nats.errors.Error):
-                if time.monotonic() > deadline:
-                    raise EmbeddedNatsError("the NATS cluster elected no JetStream leader in time") from None
-                await asyncio.sleep(0.1)
+        while not await _leaders_elected(nc):
+            if time.monotonic() > deadline:
+                raise EmbeddedNatsError("the NATS cluster did not elect its JetStream and stream leaders in time")
+            await asyncio.sleep(0.1)
     finally:
         await nc.close()
+
+
+async def _leaders_elected(nc) -> bool:
+    js = nc.jetstream(timeout=1)
+    try:
+        await js.account_info()
+        return all(info.cluster and info.cluster.leader for info in await js.streams_info())
+    except (TimeoutError, nats.errors.Error):
+        return False
 
 
 def free_ports(count: int) -> list[int]:

@@ -3,11 +3,42 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
+from sqlalchemy import Engine
 
-from services.read_api import lag
+from services.actors import BUCKET
+from services.log.topology import nats_report
+from services.read_api import lag, queries
+from services.read_api.deps import DB
 
 router = APIRouter(tags=["operations"])
+
+
+@router.get("/health")
+async def health(request: Request, db: DB) -> JSONResponse:
+    """Each projection's position and lag behind the log, and the NATS nodes that hold the log and the token
+    store (which leads each, which copies are current); 503 when the read models cannot be read, status
+    ``degraded`` when a copy is missing or behind."""
+    try:
+        projections = await run_in_threadpool(_positions, db)
+    except Exception as error:  # noqa: BLE001 - health reports any failure as unavailable
+        return JSONResponse({"status": "unavailable", "database": type(error).__name__}, status_code=503)
+    head = await lag.log_head(request.app)
+    body: dict = {"status": "ok", "database": "ok", "projections": projections, "head": head.seq}
+    if head.seq is not None:
+        body["lag_events"] = {name: max(0, head.seq - seq) for name, seq in projections.items()}
+    claim_log = getattr(request.app.state, "claim_log", None)
+    if claim_log is not None:
+        body["nats"] = await nats_report(claim_log.nc, claim_log.stream, f"KV_{BUCKET}")
+        if body["nats"]["problems"]:
+            body["status"] = "degraded"
+    return JSONResponse(body)
+
+
+def _positions(engine: Engine) -> dict[str, int]:
+    with engine.connect() as conn:
+        return queries.positions(conn)
 
 
 @router.get("/health/live")

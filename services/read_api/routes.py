@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from projections.page_model import ClaimPage
@@ -109,15 +109,3 @@ def list_unreadable(
     version from the future). The projections skipped them and went on; each stays in the log."""
     with db.connect() as conn:
         return [UnreadableEvent(**row) for row in queries.unreadable(conn, after=after, limit=limit)]
-
-
-@router.get("/health", tags=["operations"])
-def health(db: DB) -> JSONResponse:
-    """Whether the read models can be read, and how far each projection has applied the log."""
-    try:
-        with db.connect() as conn:
-            projections = queries.positions(conn)
-    except Exception as error:  # noqa: BLE001 - health reports any failure as unavailable
-        body = {"status": "unavailable", "database": type(error).__name__}
-        return JSONResponse(body, status_code=503)
-    return JSONResponse({"status": "ok", "database": "ok", "projections": projections})

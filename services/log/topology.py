@@ -1,0 +1,99 @@
+"""Which NATS nodes hold claimlog's streams, which leads each, and whether each copy is current: what
+``GET /health`` and ``claimlog status`` show, read from stream info's cluster section.
+
+A node is reachable when it leads a stream or holds a current copy the leader has heard from lately; a
+copy that is silent or behind, or a stream with fewer peers than replicas, is a problem to name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from nats.aio.client import Client
+from nats.js.api import StreamInfo
+
+ASK_TIMEOUT = 2.0  # seconds a report waits for each stream's info
+# A copy whose node the leader has not heard from for this long is counted down: the leader hears from
+# each peer every second, and marks it not current only several seconds later.
+SILENT_SECONDS = 3.0
+STREAMS_OF = ("the log", "the token store")
+
+
+def stream_report(info: StreamInfo) -> dict[str, Any]:
+    """One stream's replicas, its leader, and each other copy's state."""
+    cluster = info.cluster
+    peers = {
+        peer.name: {
+            "current": bool(peer.current), "offline": bool(peer.offline), "lag": peer.lag or 0,
+            "seen_seconds_ago": round((peer.active or 0) / 1e9, 1),
+        }
+        for peer in (cluster.replicas if cluster else None) or []
+    }
+    return {"replicas": info.config.num_replicas or 1, "leader": cluster.leader if cluster else None, "peers": peers}
+
+
+def problems_of(name: str, what: str, report: dict[str, Any]) -> list[str]:
+    """What is wrong with one stream's copies, in words."""
+    problems = []
+    if report["leader"] is None and report["replicas"] > 1:
+        problems.append(f"{what} ({name}) has no leader: it takes no writes until one is elected")
+    held = (1 if report["leader"] else 0) + len(report["peers"])
+    if report["replicas"] > 1 and held < report["replicas"]:
+        problems.append(f"{what} ({name}) is held by {held} of its {report['replicas']} replicas")
+    for peer, state in sorted(report["peers"].items()):
+        if state["offline"] or state["seen_seconds_ago"] > SILENT_SECONDS:
+            problems.append(f"{what} ({name}): the leader has not heard from {peer} for {state['seen_seconds_ago']}s")
+        elif not state["current"]:
+            problems.append(f"{what} ({name}): the copy on {peer} is behind by {state['lag']} operations")
+    return problems
+
+
+async def nats_report(nc: Client, stream: str, token_store: str) -> dict[str, Any]:
+    """The NATS nodes holding the log and the token store (``token_store``: its bucket's stream): per
+    stream, per node, and the problems."""
+    js = nc.jetstream(timeout=ASK_TIMEOUT)
+    streams: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, what in zip((stream, token_store), STREAMS_OF, strict=True):
+        try:
+            report = stream_report(await asyncio.wait_for(js.stream_info(name), ASK_TIMEOUT))
+        except Exception as error:  # noqa: BLE001 - a stream that cannot be read is reported, not raised
+            if name != stream and "not found" in str(error).lower():
+                continue  # no token store yet: no actor has been added
+            problems.append(f"{what} ({name}) could not be read ({type(error).__name__})")
+            continue
+        streams[name] = report
+        problems += problems_of(name, what, report)
+    return {
+        "connected_to": nc.connected_url.netloc.rpartition("@")[2] if nc.connected_url else None,
+        "streams": streams,
+        "nodes": nodes_of(streams),
+        "problems": problems,
+    }
+
+
+def nodes_of(streams: dict[str, Any]) -> dict[str, Any]:
+    """Each node: whether it is reachable, the streams it leads, and those whose copy on it lags."""
+    nodes: dict[str, Any] = {}
+
+    def node(name: str) -> dict[str, Any]:
+        return nodes.setdefault(name, {"reachable": False, "leads": [], "lagging": []})
+
+    silent_somewhere: set[str] = set()
+    for stream, report in streams.items():
+        if report["leader"]:
+            leader = node(report["leader"])
+            leader["reachable"] = True
+            leader["leads"].append(stream)
+        for peer, state in report["peers"].items():
+            silent = state["offline"] or state["seen_seconds_ago"] > SILENT_SECONDS
+            if silent or not state["current"]:
+                node(peer)["lagging"].append(stream)
+            else:
+                node(peer)["reachable"] = True
+            if silent:
+                silent_somewhere.add(peer)
+    for name in silent_somewhere:  # a leader elected since may not have missed it yet
+        nodes[name]["reachable"] = bool(nodes[name]["leads"])
+    return dict(sorted(nodes.items()))
