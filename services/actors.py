@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from events import Actor
 from events.envelope import utc_now
-from services.log.replication import cannot_hold, ensure_replicas
+from services.log.replication import cannot_hold, ensure_bucket_replicas
 
 BUCKET = "claimlog_actors"
 TOKEN_PREFIX = "clm_"
@@ -57,12 +57,8 @@ async def _create_bucket(nc: Client, replicas: int) -> KeyValue:
 
 
 async def ensure_store_replicas(nc: Client, replicas: int) -> None:
-    """Raise the token store's replicas to ``replicas`` at start-up, when it exists (``actors add`` creates it)."""
-    try:
-        info = await nc.jetstream().stream_info(f"KV_{BUCKET}")
-    except NotFoundError:
-        return
-    await ensure_replicas(nc, info, replicas, what=f"the token store (bucket {BUCKET})", change=True)
+    """Raise the token store's replicas to ``replicas``, when it exists (``actors add`` creates it)."""
+    await ensure_bucket_replicas(nc, {BUCKET: "the token store"}, replicas)
 
 
 def token_hash(token: str) -> str:

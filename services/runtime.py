@@ -13,14 +13,18 @@ from typing import Any, TypeVar
 import nats.errors
 
 from events.subjects import LogLayout
-from services.actors import ensure_store_replicas
+from services.actors import BUCKET as ACTORS_BUCKET
 from services.embedded import EmbeddedNats, running_url
 from services.local_cluster import LocalCluster, cluster_nodes
 from services.log import ClaimLog, LogConfigError, StreamSpec, connect
 from services.log.durability import warn_if_server_not_synced
+from services.log.replication import ensure_bucket_replicas
+from services.projector.leases import BUCKET as LEASES_BUCKET
 from services.settings import Settings
 
 log = logging.getLogger(__name__)
+# Every key-value bucket claimlog keeps beside the log, raised to CLAIMLOG_NATS_REPLICAS at start-up.
+KEPT_BUCKETS = {ACTORS_BUCKET: "the token store", LEASES_BUCKET: "the projector's partition leases"}
 T = TypeVar("T")
 
 
@@ -117,7 +121,7 @@ async def ensure_log(settings: Settings) -> None:
     """Create or verify the stream, and the replicas of the token store, as admin (``claimlog up``, ``claimlog ingest`` on the embedded default, and the
     deploy's one-shot ``stream`` service)."""
     async with open_log(settings, client_name="claimlog-stream", role="admin") as claim_log:
-        await ensure_store_replicas(claim_log.nc, claim_log.spec.replicas)
+        await ensure_bucket_replicas(claim_log.nc, KEPT_BUCKETS, claim_log.spec.replicas)
         if settings.nats_url:  # a server claimlog did not configure: ask it (as admin, once) whether it syncs
             await warn_if_server_not_synced(claim_log.nc)
 

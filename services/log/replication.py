@@ -12,7 +12,7 @@ import logging
 
 from nats.aio.client import Client
 from nats.js.api import StreamInfo
-from nats.js.errors import APIError
+from nats.js.errors import APIError, NotFoundError
 
 from services.log.errors import LogConfigError
 
@@ -51,3 +51,14 @@ async def ensure_replicas(nc: Client, info: StreamInfo, wanted: int, *, what: st
         return await nc.jetstream().update_stream(info.config)
     except APIError as error:
         raise cannot_hold(what, wanted, error) from None
+
+
+async def ensure_bucket_replicas(nc: Client, buckets: dict[str, str], wanted: int) -> None:
+    """Raise each existing key-value bucket of ``buckets`` (name -> what it holds) to ``wanted`` replicas;
+    a bucket not made yet is made with them by the code that first uses it."""
+    for bucket, what in buckets.items():
+        try:
+            info = await nc.jetstream().stream_info(f"KV_{bucket}")
+        except NotFoundError:
+            continue
+        await ensure_replicas(nc, info, wanted, what=f"{what} (bucket {bucket})", change=True)

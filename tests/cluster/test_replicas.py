@@ -1,4 +1,4 @@
-"""Everything claimlog keeps on NATS has CLAIMLOG_NATS_REPLICAS copies, made or raised at start-up; fewer is an error."""
+"""Everything claimlog keeps on NATS (the log, the token store, the partition leases) has CLAIMLOG_NATS_REPLICAS copies, made or raised at start-up; fewer is an error."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import pytest
 from services.actors import BUCKET, ActorStore
 from services.local_cluster import LocalCluster
 from services.log import ClaimLog, LogConfigError, StreamSpec, connect
+from services.projector.leases import BUCKET as LEASES
+from services.projector.leases import Leases
 from services.runtime import ensure_log, open_log
 from services.settings import Settings
 
@@ -33,6 +35,7 @@ async def test_the_log_and_the_token_store_made_with_one_copy_are_raised_to_the_
     try:  # a deployment from before the setting reached the token store: one copy of each
         await ClaimLog(nc, StreamSpec("CLAIMS", replicas=1)).ensure()
         await ActorStore.open(nc, create=True, replicas=1)
+        await Leases.open(nc.jetstream(), "worker-1", ttl=5, replicas=1)
     finally:
         await nc.close()
     assert await replicas(url, f"KV_{BUCKET}") == (1, 1)
@@ -41,6 +44,7 @@ async def test_the_log_and_the_token_store_made_with_one_copy_are_raised_to_the_
 
     assert await replicas(url, "CLAIMS") == (3, 3)
     assert await replicas(url, f"KV_{BUCKET}") == (3, 3)
+    assert await replicas(url, f"KV_{LEASES}") == (3, 3)
 
 
 async def test_actors_add_makes_the_token_store_with_the_setting_s_replicas(cluster: LocalCluster, tmp_path: Path):
