@@ -41,6 +41,19 @@ CURRENT_VERSION: dict[str, int] = {name: cls.model_fields["schema_version"].defa
 # (type, from_version) -> function turning that version's JSON object into the next version's.
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+# Version 1 page imports wrote their sources and relations as the unnamed model that drafts the registry's
+# pages, though a page does not say who brought them: version 2 says so, in ``imported_from``.
+REGISTRY_DRAFTER = {"id": "registry-drafter", "kind": "model", "model": "unnamed registry drafting model"}
+
+
+def _imported_from_a_page(raw: dict[str, Any]) -> dict[str, Any]:
+    if raw.get("actor") == REGISTRY_DRAFTER:
+        raw["imported_from"] = "a registry page"
+    return raw
+
+
+UPCASTERS[("SourceAttached", 1)] = _imported_from_a_page
+UPCASTERS[("ClaimsRelated", 1)] = _imported_from_a_page
 
 
 class UnknownEventError(ValueError):

@@ -26,11 +26,16 @@ class ClaimsRelated(Event):
     """The claim was related to another claim, known by id or by its statement."""
 
     type: Literal["ClaimsRelated"] = "ClaimsRelated"
+    schema_version: int = Field(default=2, ge=1)  # 2: imported_from
     related_claim_id: ClaimId | None = None
     statement: Text | None = Field(default=None, description="The related claim's statement, as the source lists it.")
     capability: ShortText | None = None
     review_label: ShortText | None = Field(default=None, description='As shown, e.g. "reviewed by AI".')
     rank: int | None = Field(default=None, ge=1, description="Position among related claims, 1 first.")
+    imported_from: ShortText | None = Field(
+        default=None,
+        description="The page this was copied from, which does not say who brought it; the event's actor imported it.",
+    )
 
     @model_validator(mode="after")
     def _names_the_other_claim(self) -> ClaimsRelated:

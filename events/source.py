@@ -16,12 +16,17 @@ class SourceAttached(Event):
     """A source was attached to the claim by whoever brought it."""
 
     type: Literal["SourceAttached"] = "SourceAttached"
+    schema_version: int = Field(default=2, ge=1)  # 2: imported_from
     source_id: LocalId
     relation: Relation
     citation: ShortText | None = Field(default=None, description="Where the evidence is: paper, URL, dataset.")
     measured: Text = Field(description="What was measured.")
     breadth: Text | None = Field(default=None, description="Breadth of the evidence and its caveats.")
     truncated: bool = Field(default=False, description="The text was cut short where it came from.")
+    imported_from: ShortText | None = Field(
+        default=None,
+        description="The page this was copied from, which does not say who brought it; the event's actor imported it.",
+    )
 
 
 class SourceCorrected(Event):

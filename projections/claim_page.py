@@ -93,7 +93,7 @@ def _superseded(page: ClaimPage, event: ClaimSuperseded, stamp: Stamp) -> None:
 
 def _source_attached(page: ClaimPage, event: SourceAttached, stamp: Stamp) -> None:
     if _find(page, page.sources, "source_id", event.source_id) is None:
-        fields = _fields(event, "source_id", "relation", "citation", "measured", "breadth", "truncated")
+        fields = _fields(event, "source_id", "relation", "citation", "measured", "breadth", "truncated", "imported_from")
         page.sources.append(SourceView(**fields, brought=stamp, corrections=[]))
 
 
@@ -151,7 +151,7 @@ def _review_withdrawn(page: ClaimPage, event: ReviewWithdrawn, stamp: Stamp) -> 
 def _related(page: ClaimPage, event: ClaimsRelated, stamp: Stamp) -> None:
     key = event.related_key
     page.related = [r for r in page.related if r.key != key]
-    fields = _fields(event, "statement", "capability", "review_label", "rank")
+    fields = _fields(event, "statement", "capability", "review_label", "rank", "imported_from")
     page.related.append(RelatedView(key=key, claim_id=event.related_claim_id, **fields, related=stamp))
     page.related.sort(key=lambda r: (r.rank is None, r.rank or 0, r.related.seq))
 

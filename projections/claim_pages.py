@@ -40,7 +40,8 @@ class ClaimPagesProjection:
     # 3: the page counts the events it folds; snapshots for as-of reads
     # 4: a snapshot every 25 events, not 100
     # 5: related claims carry review_state_now and label_disagrees (filled on read)
-    version = 5
+    # 6: imported sources and relations say where they were imported from
+    version = 6
     tables = (claim_pages, page_snapshots)
 
     def __init__(self, *, write_behind: bool = False, cache_pages: int | None = None) -> None:

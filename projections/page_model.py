@@ -39,7 +39,8 @@ class SourceView:
     breadth: str | None = None
     truncated: bool = False
     state: Literal["active", "withdrawn"] = "active"
-    brought: Stamp
+    brought: Stamp  # who attached it; with imported_from, who imported it (the page does not say who brought it)
+    imported_from: str | None = None
     corrections: list[Correction] = field(default_factory=list)
     withdrawn: Withdrawal | None = None
 
@@ -111,6 +112,7 @@ class RelatedView:
     review_label: str | None = None  # as the relating page labelled it, stored text
     rank: int | None = None
     related: Stamp
+    imported_from: str | None = None
     # Filled when the page is read, from the related claim's own page: its review state now, and whether
     # the stored label says otherwise. Never folded from events (None and False in the read model).
     review_state_now: str | None = None

@@ -172,7 +172,10 @@ def render_page(page: dict[str, Any]) -> Group:
     sources = Table("source", "relation", "measured", "brought by", title="Sources", title_justify="left")
     for s in page["sources"]:
         style = "strike dim" if s["state"] == "withdrawn" else ""
-        sources.add_row(s["source_id"], s["relation"], _source_text(s), _who(s["brought"]["by"]), style=style)
+        brought = _who(s["brought"]["by"])
+        if s.get("imported_from"):
+            brought = f"not stated on {s['imported_from']}; imported by {brought}"
+        sources.add_row(s["source_id"], s["relation"], _source_text(s), brought, style=style)
     disagreements = Table("disagreement", "argument", "filed by", "state", title="Disagreements", title_justify="left")
     for d in page["disagreements"]:
         disagreements.add_row(d["disagreement_id"], d["argument"], _who(d["filed"]["by"]), d["outcome"] or d["state"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from events import Actor, Event, new_event_id
 from events.claim import ClaimDrafted, ClaimRevised
@@ -19,11 +20,15 @@ from services.ingest.page_format import PageSource, RegistryPage
 
 # The registry's pages say a model drafted them but not which one.
 REGISTRY_MODEL = Actor(id="registry-drafter", kind="model", model="unnamed registry drafting model")
+# Who imports pages when no one is named: the pages do not say who brought their sources, so the sources
+# are recorded as imported by this service, from the page, never as brought by the drafting model.
+PAGE_IMPORTER = Actor(id="claimlog-ingest", kind="service")
 
 
 @dataclass(frozen=True)
 class ImportContext:
-    """Who imports, when, and the id grouping one page's events."""
+    """Who imports (the actor of the sources and relations: the page names no one who brought them), when,
+    and the id grouping one page's events. The draft is the unnamed model's the page says drafted it."""
 
     actor: Actor
     now: datetime
@@ -39,24 +44,26 @@ def source_id(claim_id: str, source: PageSource) -> str:
 def decide_import(page: RegistryPage, current: ClaimPage | None, ctx: ImportContext) -> list[Event]:
     """The events that bring the claim's page in line with the registry page."""
     envelope = {"claim_id": page.claim_id, "occurred_at": ctx.now, "actor": ctx.actor, "correlation_id": ctx.correlation_id}
+    drafter = {**envelope, "actor": REGISTRY_MODEL}
+    imported = {**envelope, "imported_from": Path(page.path).name}
     events: list[Event] = []
     if current is None:
-        events.append(_drafted(page, envelope))
+        events.append(_drafted(page, drafter))
     else:
-        revision = _revision(page, current, envelope)
+        revision = _revision(page, current, drafter)
         if revision is not None:
             events.append(revision)
     known_sources = {s.source_id for s in current.sources} if current else set()
     for source in page.sources:
         if source_id(page.claim_id, source) not in known_sources:
-            events.append(_attached(page.claim_id, source, envelope))
+            events.append(_attached(page.claim_id, source, imported))
     known_related = {r.key for r in current.related} if current else set()
     for rank, related in enumerate(page.related, start=1):
         if statement_key(related.statement) not in known_related:
             events.append(
                 ClaimsRelated(
                     event_id=new_event_id(),
-                    **envelope,
+                    **imported,
                     statement=related.statement,
                     capability=related.capability,
                     review_label=related.review_label,

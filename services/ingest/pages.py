@@ -13,7 +13,7 @@ from events import Actor, new_event_id
 from events.envelope import utc_now
 from projections.base import Record
 from projections.claim_page import fold
-from services.ingest.importer import REGISTRY_MODEL, ImportContext, decide_import
+from services.ingest.importer import PAGE_IMPORTER, ImportContext, decide_import
 from services.ingest.page_format import PageFormatError, RegistryPage, parse_page
 from services.log import ClaimLog, ConflictError
 
@@ -50,7 +50,7 @@ def read_page(path: Path) -> RegistryPage:
 
 def check_fields(page: RegistryPage, text: str) -> RegistryPage:
     """Refuse a page with a field no event can hold (a statement over 20,000 characters, say), naming its line."""
-    ctx = ImportContext(actor=REGISTRY_MODEL, now=utc_now(), correlation_id=new_event_id())
+    ctx = ImportContext(actor=PAGE_IMPORTER, now=utc_now(), correlation_id=new_event_id())
     lines = text.replace("\r\n", "\n").split("\n")
     notes = lines.index("Notes") + 2 if "Notes" in lines else 1
     parts = [(replace(page, sources=(), related=()), None)]
@@ -68,7 +68,7 @@ def check_fields(page: RegistryPage, text: str) -> RegistryPage:
 
 
 async def import_page(
-    log: ClaimLog, page: RegistryPage, *, actor: Actor = REGISTRY_MODEL, clock: Callable[[], datetime] = utc_now
+    log: ClaimLog, page: RegistryPage, *, actor: Actor = PAGE_IMPORTER, clock: Callable[[], datetime] = utc_now
 ) -> PageOutcome:
     """Append what the log lacks of one page, retrying when another writer moved the claim meanwhile."""
     for _ in range(CONFLICT_RETRIES):

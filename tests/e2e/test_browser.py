@@ -135,7 +135,8 @@ def test_a_reader_sees_the_claim_page_and_follows_a_related_claim(
     assert "does not count toward the scorecard" in text_of(browser, "#status")
     source = text_of(browser, "#sources li.source")
     assert source.startswith("Validated by: F1 on seven QA benchmarks")
-    assert "Brought by registry-drafter (model: unnamed registry drafting model) on 20" in source
+    assert "Who brought it is not stated on CLM-0338.txt · imported by claimlog-ingest (service) on 20" in source
+    assert "registry-drafter" not in source
     notes = text_of(browser, "#notes")
     assert "Drafted confidence: low." in notes
     assert f"Falsifier as drafted: {page['notes']['falsifier_as_drafted']}" in notes
@@ -196,7 +197,7 @@ def test_a_withdrawn_source_stays_struck_through_with_who_withdrew_it_and_why(
     struck = source.find_element(By.TAG_NAME, "del")
     assert struck.text.startswith("Validated by: F1 on seven QA benchmarks")
     assert "line-through" in struck.value_of_css_property("text-decoration-line")
-    assert "Brought by registry-drafter" in source.text
+    assert "imported by claimlog-ingest (service)" in source.text
     assert "Withdrawn by grace (person) on 20" in source.text and f"Why: {reason}" in source.text
     assert text_of(browser, "#withdrawn-count") == "1"
     browser.save_screenshot(str(tmp_path / "CLM-0338-withdrawn.png"))

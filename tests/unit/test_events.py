@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from events import Actor, UnknownEventError, decode, encode, registry
 from events.claim import ClaimDrafted
-from tests.builders import attached, drafted, history, revised
+from tests.builders import drafted, filed, history, revised
 
 
 def test_every_event_survives_encoding_and_decoding():
@@ -43,15 +43,15 @@ def test_bytes_that_are_not_json_are_refused():
 
 
 def test_an_older_schema_version_is_upcast_on_read(monkeypatch):
-    monkeypatch.setitem(registry.CURRENT_VERSION, "SourceAttached", 2)
+    monkeypatch.setitem(registry.CURRENT_VERSION, "DisagreementFiled", 2)
     monkeypatch.setitem(
-        registry.UPCASTERS, ("SourceAttached", 1), lambda raw: {**raw, "measured": raw["measured"].upper()}
+        registry.UPCASTERS, ("DisagreementFiled", 1), lambda raw: {**raw, "argument": raw["argument"].upper()}
     )
-    stored = encode(attached("CLM-0001", measured="accuracy"))
+    stored = encode(filed("CLM-0001", argument="accuracy"))
     upcast = decode(stored)
-    assert upcast.measured == "ACCURACY"
+    assert upcast.argument == "ACCURACY"
     assert upcast.schema_version == 2
-    assert json.loads(stored)["measured"] == "accuracy"
+    assert json.loads(stored)["argument"] == "accuracy"
 
 
 def test_a_model_actor_must_name_its_model():

@@ -10,11 +10,11 @@ from events.relation import ClaimsRelated
 from events.source import SourceAttached
 from projections.base import Record
 from projections.claim_page import fold
-from services.ingest.importer import REGISTRY_MODEL, ImportContext, decide_import
+from services.ingest.importer import PAGE_IMPORTER, REGISTRY_MODEL, ImportContext, decide_import
 from services.ingest.pages import read_page, sample_pages
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-CTX = ImportContext(actor=REGISTRY_MODEL, now=NOW, correlation_id="import-1")
+CTX = ImportContext(actor=PAGE_IMPORTER, now=NOW, correlation_id="import-1")
 
 
 def sample(claim_id: str):
@@ -28,7 +28,12 @@ def folded(events):
 def test_a_new_page_is_drafted_by_its_model_with_its_sources_and_related_claims():
     events = decide_import(sample("CLM-0338"), None, CTX)
     assert [type(e) for e in events] == [ClaimDrafted, SourceAttached] + [ClaimsRelated] * 5
-    assert all(e.actor == REGISTRY_MODEL and e.correlation_id == "import-1" for e in events)
+    assert all(e.correlation_id == "import-1" for e in events)
+    assert events[0].actor == REGISTRY_MODEL  # the page says a model drafted it, not which one
+    # It does not say who brought the sources, nor who related the claims: the importer is named as such.
+    assert all(e.actor == PAGE_IMPORTER and e.imported_from == "CLM-0338.txt" for e in events[1:])
+    page = folded(events)
+    assert page.sources[0].imported_from == "CLM-0338.txt" and page.sources[0].brought.by == PAGE_IMPORTER
     assert events[0].drafted_confidence == "low"
     assert [e.rank for e in events[2:]] == [1, 2, 3, 4, 5]
 
