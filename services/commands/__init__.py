@@ -4,7 +4,7 @@
 rules), ``service`` (read, decide, append, retry), ``http`` (the routes), ``bulk`` (JSON Lines).
 """
 
-from services.commands.decide import Context, Rejected, decide
+from services.commands.decide import Context, Kind, Rejected, decide
 from services.commands.models import COMMAND_TYPES, AnyCommand, Command, parse_command
 from services.commands.service import CommandService, Outcome
 from services.commands.state import ClaimState, claim_state
@@ -16,6 +16,7 @@ __all__ = [
     "Command",
     "CommandService",
     "Context",
+    "Kind",
     "Outcome",
     "Rejected",
     "claim_state",

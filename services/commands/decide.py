@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 from pydantic import ValidationError
 
@@ -30,12 +31,21 @@ CLOSED_FOR = frozenset(
 )
 
 
-class Rejected(Exception):
-    """A command that does not apply: an HTTP status, a machine-readable reason and a sentence."""
+class Kind(StrEnum):
+    """What sort of refusal a rejection is; each edge says it in its own terms (HTTP: a status)."""
 
-    def __init__(self, status: int, reason: str, message: str) -> None:
+    NOT_FOUND = "not_found"  # the claim, or something on it the command names, does not exist
+    CONFLICT = "conflict"  # it exists, but its state (or another writer) rules the command out
+    FORBIDDEN = "forbidden"  # the actor may not do this
+    INVALID = "invalid"  # the command cannot be carried out as written
+
+
+class Rejected(Exception):
+    """A command that does not apply: its kind, a machine-readable reason and a sentence."""
+
+    def __init__(self, kind: Kind, reason: str, message: str) -> None:
         super().__init__(message)
-        self.status, self.reason, self.message = status, reason, message
+        self.kind, self.reason, self.message = kind, reason, message
 
 
 @dataclass(frozen=True)
@@ -56,11 +66,11 @@ def decide(command: Command, state: ClaimState, ctx: Context) -> list[Event]:
     claim = command.claim_id
     if name == "draft_claim":
         if state.drafted:
-            raise Rejected(409, "claim_exists", f"{claim} is already drafted; revise it instead")
+            raise Rejected(Kind.CONFLICT, "claim_exists", f"{claim} is already drafted; revise it instead")
     elif not state.drafted:
-        raise Rejected(404, "claim_not_found", f"no claim {claim}: draft it first")
+        raise Rejected(Kind.NOT_FOUND, "claim_not_found", f"no claim {claim}: draft it first")
     elif name in CLOSED_FOR and state.lifecycle != "active":
-        raise Rejected(409, f"claim_{state.lifecycle}", f"{claim} is {state.lifecycle}: it cannot take {name}")
+        raise Rejected(Kind.CONFLICT, f"claim_{state.lifecycle}", f"{claim} is {state.lifecycle}: it cannot take {name}")
     extra = RULES.get(name, _no_rule)(command, state, ctx)
     return [_event(command, ctx, **extra)]
 
@@ -72,7 +82,7 @@ def _no_rule(command: Command, state: ClaimState, ctx: Context) -> dict:
 def _supersede(command, state: ClaimState, ctx: Context) -> dict:
     successor = command.superseded_by
     if successor == command.claim_id:
-        raise Rejected(422, "superseded_by_itself", f"{command.claim_id} cannot supersede itself")
+        raise Rejected(Kind.INVALID, "superseded_by_itself", f"{command.claim_id} cannot supersede itself")
     _require_claim(successor, ctx)
     return {}
 
@@ -81,7 +91,7 @@ def _new_item(command, items: dict[str, str], kind: str) -> None:
     """A source, disagreement or review id is used once per claim."""
     key = getattr(command, f"{kind}_id")
     if key in items:
-        raise Rejected(409, f"{kind}_exists", f"{command.claim_id} already has a {kind} {key!r}")
+        raise Rejected(Kind.CONFLICT, f"{kind}_exists", f"{command.claim_id} already has a {kind} {key!r}")
 
 
 def _open_item(command, items: dict[str, str], kind: str, closed: str) -> None:
@@ -89,9 +99,9 @@ def _open_item(command, items: dict[str, str], kind: str, closed: str) -> None:
     key = getattr(command, f"{kind}_id")
     found = items.get(key)
     if found is None:
-        raise Rejected(404, f"{kind}_not_found", f"{command.claim_id} has no {kind} {key!r}")
+        raise Rejected(Kind.NOT_FOUND, f"{kind}_not_found", f"{command.claim_id} has no {kind} {key!r}")
     if found == closed:
-        raise Rejected(409, f"{kind}_{closed}", f"{kind} {key!r} of {command.claim_id} is already {closed}")
+        raise Rejected(Kind.CONFLICT, f"{kind}_{closed}", f"{kind} {key!r} of {command.claim_id} is already {closed}")
 
 
 def _attach(command, state: ClaimState, ctx: Context) -> dict:
@@ -107,7 +117,7 @@ def _act_on_source(command, state: ClaimState, ctx: Context) -> dict:
 def _file(command, state: ClaimState, ctx: Context) -> dict:
     _new_item(command, state.disagreements, "disagreement")
     if command.source_id is not None and command.source_id not in state.sources:
-        raise Rejected(404, "source_not_found", f"{command.claim_id} has no source {command.source_id!r} to disagree with")
+        raise Rejected(Kind.NOT_FOUND, "source_not_found", f"{command.claim_id} has no source {command.source_id!r} to disagree with")
     return {}
 
 
@@ -118,11 +128,11 @@ def _act_on_disagreement(command, state: ClaimState, ctx: Context) -> dict:
 
 def _review(command, state: ClaimState, ctx: Context) -> dict:
     if ctx.actor.kind is ActorKind.SERVICE:
-        raise Rejected(403, "reviewer_not_allowed", "reviews are by a person or an AI model, not by a service")
+        raise Rejected(Kind.FORBIDDEN, "reviewer_not_allowed", "reviews are by a person or an AI model, not by a service")
     _new_item(command, state.reviews, "review")
     if command.revision > state.revision:
         raise Rejected(
-            422, "revision_not_found", f"{command.claim_id} is at revision {state.revision}; revision {command.revision} does not exist"
+            Kind.INVALID, "revision_not_found", f"{command.claim_id} is at revision {state.revision}; revision {command.revision} does not exist"
         )
     return {"reviewer_kind": "person" if ctx.actor.kind is ActorKind.PERSON else "ai"}
 
@@ -140,13 +150,13 @@ def _relate(command, state: ClaimState, ctx: Context) -> dict:
 
 def _unrelate(command, state: ClaimState, ctx: Context) -> dict:
     if command.related_key not in state.related:
-        raise Rejected(404, "relation_not_found", f"{command.claim_id} is not related to {command.related_key}")
+        raise Rejected(Kind.NOT_FOUND, "relation_not_found", f"{command.claim_id} is not related to {command.related_key}")
     return {}
 
 
 def _require_claim(claim_id: str, ctx: Context) -> None:
     if claim_id not in ctx.existing_claims:
-        raise Rejected(404, "claim_not_found", f"no claim {claim_id}")
+        raise Rejected(Kind.NOT_FOUND, "claim_not_found", f"no claim {claim_id}")
 
 
 RULES = {
@@ -187,4 +197,4 @@ def _event(command: Command, ctx: Context, **decided) -> Event:
         )
     except ValidationError as error:  # an event-level rule, e.g. a revision that changes nothing
         problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
-        raise Rejected(422, "invalid_command", f"{command.command} on {command.claim_id}: {problems}") from None
+        raise Rejected(Kind.INVALID, "invalid_command", f"{command.command} on {command.claim_id}: {problems}") from None

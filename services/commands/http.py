@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from events import Actor
 from services.actors import ActorStore, ActorsUnavailable
-from services.commands.decide import Rejected
+from services.commands.decide import Kind, Rejected
 from services.commands.models import (
     COMMAND_TYPES,
     AnyCommand,
@@ -28,6 +28,9 @@ from services.commands.models import (
 from services.commands.rate_limit import RateLimiter
 from services.commands.service import CommandService, Outcome
 from services.log import MAX_SEQ, LogError
+
+# How each kind of rejection is said over HTTP (docs/commands.md has the table).
+STATUS_OF = {Kind.NOT_FOUND: 404, Kind.CONFLICT: 409, Kind.FORBIDDEN: 403, Kind.INVALID: 422}
 
 
 async def single_keys(request: Request) -> None:
@@ -134,7 +137,7 @@ async def run(
             command, actor, idempotency_key=idempotency_key, expected_version=expected_version(if_match)
         )
     except Rejected as rejected:
-        return JSONResponse({"error": rejected.reason, "message": rejected.message}, status_code=rejected.status)
+        return JSONResponse({"error": rejected.reason, "message": rejected.message}, status_code=STATUS_OF[rejected.kind])
     except LogError as error:
         body = {"error": "log_unavailable", "message": f"the log did not take the command: {error}"}
         return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})

@@ -26,7 +26,7 @@ from datetime import datetime
 
 from events import Actor, Event, new_event_id
 from events.envelope import utc_now
-from services.commands.decide import Context, Rejected, decide, referenced_claims
+from services.commands.decide import Context, Kind, Rejected, decide, referenced_claims
 from services.commands.models import Command
 from services.commands.state import ClaimState, claim_state
 from services.log import ClaimLog, ConflictError
@@ -146,7 +146,7 @@ class CommandService:
             if not appended.duplicate and len(events) == 1:  # the cached state takes what was just written
                 state.evolve(events[0], appended.last_seq, appended.last_hash)
             return Outcome(command.claim_id, command.command, refs(events, appended.first_seq), appended.duplicate)
-        raise Rejected(409, "write_conflict", f"{command.claim_id} kept changing during {ATTEMPTS} attempts; retry")
+        raise Rejected(Kind.CONFLICT, "write_conflict", f"{command.claim_id} kept changing during {ATTEMPTS} attempts; retry")
 
     async def state(self, claim_id: str) -> ClaimState:
         """The claim's current state: the cached one brought up to the log's head, or read in full.
@@ -187,7 +187,7 @@ def already_done(command: Command, state: ClaimState, event_id: str) -> Outcome 
     expected = command.event_type().model_fields["type"].default
     if written.type != expected:
         raise Rejected(
-            422,
+            Kind.INVALID,
             "idempotency_key_reused",
             f"event {event_id} of {command.claim_id} is a {written.type}, not a {expected}: "
             "an idempotency key (or event id) names one command only",
@@ -203,4 +203,4 @@ def refs(events: list[Event], first_seq: int) -> list[StoredRef]:
 def stale(claim_id: str, expected: int, current: int | None) -> Rejected:
     """The refusal of a write made against an old version of the claim."""
     now = f"it is at {current}" if current is not None else "another writer has just moved it"
-    return Rejected(409, "stale_version", f"If-Match expected {claim_id} at version {expected}, but {now}; read it again")
+    return Rejected(Kind.CONFLICT, "stale_version", f"If-Match expected {claim_id} at version {expected}, but {now}; read it again")
