@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from events.claim import Confidence
 from events.envelope import Event, LocalId, Text
 
 ReviewerKind = Literal["person", "ai"]
@@ -19,7 +20,7 @@ class ReviewRecorded(Event):
     review_id: LocalId
     reviewer_kind: ReviewerKind
     verdict: Verdict
-    confidence: Literal["low", "medium", "high"]
+    confidence: Confidence
     revision: int = Field(ge=1, description="The claim revision that was reviewed.")
     summary: Text | None = None
 

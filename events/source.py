@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, model_validator
 
 from events.envelope import Event, LocalId, ShortText, Text
 
 Relation = Literal["validates", "supports", "contradicts", "qualifies", "mentions"]
-RELATIONS: tuple[str, ...] = ("validates", "supports", "contradicts", "qualifies", "mentions")
+RELATIONS: tuple[str, ...] = get_args(Relation)
 
 
 class SourceAttached(Event):

@@ -13,6 +13,7 @@ from typing import Literal, get_args
 from pydantic import TypeAdapter
 
 from events import Actor
+from events.review import ReviewerKind
 
 ReviewState = Literal["unreviewed", "reviewed by AI", "reviewed by a person"]
 Lifecycle = Literal["active", "retracted", "superseded"]
@@ -91,7 +92,7 @@ class ReviewView:
     """A review of one revision, by a person or an AI model."""
 
     review_id: str
-    reviewer_kind: Literal["person", "ai"]
+    reviewer_kind: ReviewerKind
     verdict: str
     confidence: str
     revision: int

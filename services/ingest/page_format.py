@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import get_args
+
+from events.claim import Confidence
 
 INVITATION = (
     "Disagreeing is the most useful thing you can do here. Nothing on this page waits for a reviewer: "
@@ -16,7 +19,7 @@ UNREVIEWED_NOTE = (
 )
 RELATION_WORDS = {"Validated": "validates", "Supported": "supports", "Contradicted": "contradicts",
                   "Qualified": "qualifies", "Mentioned": "mentions"}
-CONFIDENCES = ("low", "medium", "high")
+CONFIDENCES: tuple[str, ...] = get_args(Confidence)
 SECTIONS = ("Capability", "Observed on", "Sources", "Related claims", "Notes")
 TRUNCATED = " [truncated]"
 REVIEW_SEPARATOR = " · "
