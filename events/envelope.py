@@ -29,11 +29,16 @@ def _neutralised(value: str) -> str:
     return shown
 
 
-# Free text: stripped, at least one character that is not a space (the pattern says so to generated clients).
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=20_000, pattern=r"\S"),
-                 AfterValidator(_neutralised)]
-ShortText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500, pattern=r"\S"),
-                      AfterValidator(_neutralised)]
+# A character free text keeps and shows: not a space (nor U+0085, which stripping removes) and not one of the
+# characters above. Free text needs one; the pattern says so to generated clients, in the JSON Schemas only,
+# because the validator's own message ("holds nothing but control characters") says more than a regex.
+VISIBLE_PATTERN = r"[^\s\x00-\x1f\x7f\x85\u202a-\u202e\u2066-\u2069]"
+_SHOWS_SOMETHING = Field(json_schema_extra={"pattern": VISIBLE_PATTERN})
+# Free text: stripped, at least one character a reader can see, the characters above removed.
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=20_000),
+                 AfterValidator(_neutralised), _SHOWS_SOMETHING]
+ShortText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500),
+                      AfterValidator(_neutralised), _SHOWS_SOMETHING]
 # An actor's id, as pages show it: letters, digits and . _ @ + - (no spaces, controls or bidi characters).
 ActorId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")]
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from events import Actor
 from services.actors import ActorStore, ActorsUnavailable
@@ -163,7 +163,26 @@ IdempotencyKey = Annotated[
         description="Any string unique to this command; a retry with the same key publishes nothing new.",
     ),
 ]
-IfMatch = Annotated[str | None, Header(description='The claim version the write is based on, e.g. "42" (the page\'s ETag).')]
+
+
+def _decimal_at_most(limit: int) -> str:
+    """A regular expression of the decimal numbers from 0 to ``limit`` (leading zeros allowed)."""
+    digits = str(limit)
+    branches = [f"[0-9]{{1,{len(digits) - 1}}}"] if len(digits) > 1 else []
+    for at, digit in enumerate(digits):
+        if digit != "0":
+            rest = len(digits) - at - 1
+            branches.append(f"{digits[:at]}[0-{int(digit) - 1}]" + (f"[0-9]{{{rest}}}" if rest else ""))
+    return "(?:" + "|".join([*branches, digits]) + ")"
+
+
+# The versions ``expected_version`` takes, published so a generated client checks them before sending.
+IF_MATCH_PATTERN = rf'^(?:\*|(?:W/)?"?{_decimal_at_most(MAX_SEQ)}"?)$'
+IfMatch = Annotated[
+    str | None,
+    Header(description='The claim version the write is based on, e.g. "42" (the page\'s ETag).'),
+    WithJsonSchema({"type": "string", "pattern": IF_MATCH_PATTERN}),
+]
 Authenticated = Annotated[Actor, Depends(allowed_actor)]
 
 

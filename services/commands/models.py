@@ -142,7 +142,8 @@ def _command_model(name: str, event_type: str, decided: frozenset[str]) -> type[
     validators = {}
     if name in AT_LEAST_ONE:
         validators["_says_something"] = _says_something(AT_LEAST_ONE[name])
-        required = [{"required": [field]} for field in AT_LEAST_ONE[name]]
+        # Present and not null: a null field counts as not given.
+        required = [{"required": [field], "properties": {field: {"not": {"type": "null"}}}} for field in AT_LEAST_ONE[name]]
         fields["model_config"] = ConfigDict(frozen=True, extra="forbid", json_schema_extra={"anyOf": required})
     config = fields.pop("model_config", None)
     model = create_model(model_name, __base__=Command, __doc__=doc, __module__=__name__,
@@ -172,7 +173,11 @@ _FACTS: dict[type[Command], tuple[str, ...]] = {
     model: tuple(field for field in model.model_fields if field not in ("command", "event_id"))
     for model in COMMAND_TYPES.values()
 }
-AnyCommand = Annotated[Union[tuple(COMMAND_TYPES.values())], Field(discriminator="command")]  # noqa: UP007
+# ``command`` is optional on a command's own route, and names the command here: the union requires it.
+AnyCommand = Annotated[
+    Union[tuple(COMMAND_TYPES.values())],  # noqa: UP007
+    Field(discriminator="command", json_schema_extra={"required": ["command"]}),
+]
 COMMAND_ADAPTER: TypeAdapter[Command] = TypeAdapter(AnyCommand)
 
 

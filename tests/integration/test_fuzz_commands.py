@@ -144,6 +144,46 @@ async def test_fuzzing_every_command_route_gives_no_5xx_and_publishes_only_valid
     assert not failures, "\n\n".join(failures)
 
 
+SCHEMA_VALID_EXAMPLES = 10  # per command route
+
+
+def _as_a_client_sends(kwargs: dict) -> dict:
+    """A JSON Schema "integer" holds 5.0 too; a generated client sends an int field as 5, and the API takes only that."""
+    if isinstance(kwargs.get("json"), dict):
+        kwargs["json"] = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in kwargs["json"].items()}
+    return kwargs
+
+
+def schema_valid_refusals(api: Api, loop: asyncio.AbstractEventLoop) -> list[str]:
+    """Send schema-valid requests to every command route; the ones refused as malformed (400 or 422)."""
+    schema = schemathesis.openapi.from_dict(asyncio.run_coroutine_threadsafe(api.http.get("/openapi.json"), loop).result().json())
+    send, refused = _sender(api, loop), []
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        if not _is_command(operation.method.upper(), operation.path):
+            continue
+
+        @_fuzz_settings(SCHEMA_VALID_EXAMPLES)
+        @given(case=operation.as_strategy(generation_mode=GenerationMode.POSITIVE))
+        def one(case) -> None:
+            sent = _as_a_client_sends(case.as_transport_kwargs(base_url="http://claimlog", headers=_bearer(api)))
+            response = send(sent)
+            if response.status_code in (400, 422):
+                refused.append(f"{sent['url']} {sent.get('headers', {}).get('If-Match')} {sent.get('json')}: {response.text[:200]}")
+
+        one()
+    return refused
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_every_request_the_openapi_document_allows_passes_validation(api: Api):
+    """The schemas carry the API's rules (id patterns, visible text, at least one field, the If-Match
+    version, ``command`` in /commands): a request valid by them is decided (201, 404, 409), never refused as malformed."""
+    refused = await asyncio.to_thread(schema_valid_refusals, api, asyncio.get_running_loop())
+    assert not refused, "\n".join(refused[:20])
+
+
 @pytest.mark.slow
 async def test_fuzzing_the_read_routes_gives_no_5xx(api: Api):
     loop = asyncio.get_running_loop()

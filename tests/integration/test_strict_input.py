@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from events.envelope import VISIBLE_PATTERN
 from services.commands.models import command_schemas, parse_command
 from tests.conftest import random_claim_id
 from tests.integration.command_api import Api, draft
@@ -81,11 +82,12 @@ async def test_a_capability_that_climbs_the_path_is_linked_as_one_segment(api: A
 def test_the_published_command_schemas_carry_the_rules_the_api_enforces():
     schemas = command_schemas()
     revise = schemas["revise_claim"]
-    assert {"required": ["statement"]} in revise["anyOf"]
+    assert {"required": ["statement"], "properties": {"statement": {"not": {"type": "null"}}}} in revise["anyOf"]
     with pytest.raises(ValueError, match="give at least one of"):
         parse_command('{"command": "revise_claim", "claim_id": "CLM-0001", "reason": "nothing"}')
     statement = schemas["draft_claim"]["properties"]["statement"]
-    assert statement["pattern"] == r"\S" and statement["maxLength"] == 20_000
+    assert statement["pattern"] == VISIBLE_PATTERN and statement["maxLength"] == 20_000
+    assert schemas["AnyCommand"]["required"] == ["command"]
     assert schemas["record_review"]["properties"]["revision"]["type"] == "integer"
     assert schemas["attach_source"]["properties"]["source_id"]["pattern"].startswith("^[A-Za-z0-9]")
 
