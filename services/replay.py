@@ -21,7 +21,8 @@ from projections.registry import build_projections
 from projections.tables import checkpoints
 from services.generations import Generations
 from services.log import ClaimLog, connect
-from services.projector.runner import Projector
+from services.projector.runner import Runner, Scope
+from services.projector.writer import CheckpointedWriter
 from services.replay_diff import Diff, compare
 from services.replay_parallel import Progress, build_in_parallel, reader_consumer, worker_consumer
 from services.replay_some import PartialRebuildDisagrees, chosen_projections, copy_others, parked_in
@@ -127,7 +128,8 @@ async def _build(
                 await _fold_chosen(claim_log, generations, number, chosen, f"{name}-chosen", progress)
             elif parts > 1 and head >= parallel_from:
                 await build_in_parallel(claim_log, url, settings, generations, number, head, parts, name, progress)
-            projector = Projector(claim_log, generations.engine(number), build_projections(), name=name, batch=REPLAY_BATCH, linger=0.1)
+            writer = CheckpointedWriter(generations.engine(number), build_projections())
+            projector = Runner(claim_log, writer, name=name, batch=REPLAY_BATCH, linger=0.1)
             return await _catch_up(projector, claim_log, progress)
         finally:
             workers_own = [worker_consumer(name, part) for part in range(parts)]
@@ -151,7 +153,8 @@ async def _fold_chosen(
     where the copies stand, so that all stand at one position for the catch-up."""
     # In a thread: a large copy must not hold up this process's connections (or, in tests, a live projector).
     position, parked = await asyncio.to_thread(copy_others, generations, number, {p.name for p in chosen})
-    projector = Projector(claim_log, generations.engine(number), chosen, name=name, batch=REPLAY_BATCH, linger=0.1, stop_at=position)
+    writer = CheckpointedWriter(generations.engine(number), chosen)
+    projector = Runner(claim_log, writer, name=name, batch=REPLAY_BATCH, linger=0.1, scope=Scope(stop_at=position))
     try:
         projector.load_checkpoint()
         await _run_to(projector, position, progress)
@@ -164,7 +167,7 @@ async def _fold_chosen(
         )
 
 
-async def _catch_up(projector: Projector, claim_log: ClaimLog, progress: Progress | None) -> int:
+async def _catch_up(projector: Runner, claim_log: ClaimLog, progress: Progress | None) -> int:
     """Apply the log until the projector has reached the head as it stands after the last batch."""
     projector.load_checkpoint()
     head = await claim_log.head()
@@ -176,7 +179,7 @@ async def _catch_up(projector: Projector, claim_log: ClaimLog, progress: Progres
         head = newer
 
 
-async def _run_to(projector: Projector, seq: int, progress: Progress | None) -> None:
+async def _run_to(projector: Runner, seq: int, progress: Progress | None) -> None:
     """Run ``projector`` until its checkpoint reaches ``seq``, telling ``progress`` as it goes."""
     watcher = asyncio.create_task(_report(projector, seq, progress)) if progress else None
     try:
@@ -190,7 +193,7 @@ async def _run_to(projector: Projector, seq: int, progress: Progress | None) -> 
         progress(projector.checkpoint, seq)
 
 
-async def _report(projector: Projector, head: int, progress: Progress) -> None:
+async def _report(projector: Runner, head: int, progress: Progress) -> None:
     while True:
         progress(projector.checkpoint, head)
         await asyncio.sleep(0.2)

@@ -22,7 +22,9 @@ from projections.tables import CONTROL_TABLES, metadata
 from services.bulk_build import drop_secondary
 from services.log import ClaimLog, connect
 from services.log.reader import time_stored
-from services.projector.runner import CannotIsolateError, Projector
+from services.projector.errors import CannotIsolateError
+from services.projector.runner import Runner, Scope
+from services.projector.writer import CheckpointedWriter
 
 log = logging.getLogger(__name__)
 REPLAY_BATCH = 5000  # events per transaction: a rebuild wants throughput, not the live path's latency
@@ -127,9 +129,8 @@ async def fold_partition(nats_url: str, spec, place, part: int, parts: int, head
 
 async def _fold_share(claim_log, engine: Engine, part: int, parts: int, head: int, name: str, counter, *, write_behind: bool) -> None:
     projections = build_projections(write_behind=write_behind)
-    projector = Projector(
-        claim_log, engine, projections, name=name, batch=REPLAY_BATCH, linger=0.1, partition=(part, parts), stop_at=head
-    )
+    writer = CheckpointedWriter(engine, projections, partitions=parts)
+    projector = Runner(claim_log, writer, name=name, batch=REPLAY_BATCH, linger=0.1, scope=Scope(share=(part, parts), stop_at=head))
 
     async def report() -> None:
         while True:

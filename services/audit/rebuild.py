@@ -23,7 +23,8 @@ from projections.tables import checkpoints
 from services.audit.verify import Finding, Report
 from services.db import make_engine, upgrade
 from services.log import ClaimLog, Delivery, DurableConsumer
-from services.projector.runner import Projector
+from services.projector.runner import Runner
+from services.projector.writer import CheckpointedWriter
 
 ATTEMPTS = 5
 RETRY_PAUSE = 0.2  # seconds between reads of a moving projector's tables
@@ -108,9 +109,8 @@ async def rebuild_checksums(
     with _scratch_engine(live_engine) as scratch:
         upgrade(scratch)
         name = f"verify-{uuid.uuid4().hex[:12]}"
-        projector = Projector(
-            _LogUpTo(claim_log, until_seq), scratch, build_projections(), name=name, batch=REBUILD_BATCH, linger=0.1
-        )
+        writer = CheckpointedWriter(scratch, build_projections())
+        projector = Runner(_LogUpTo(claim_log, until_seq), writer, name=name, batch=REBUILD_BATCH, linger=0.1)
         projector.load_checkpoint()
         try:
             if until_seq > 0:
@@ -146,7 +146,7 @@ def _scratch_engine(live_engine: Engine) -> Iterator[Engine]:
 
 
 @contextlib.asynccontextmanager
-async def _reporting(projector: Projector, progress: Callable[[int], None] | None) -> AsyncIterator[None]:
+async def _reporting(projector: Runner, progress: Callable[[int], None] | None) -> AsyncIterator[None]:
     """Report the rebuild's checkpoint every 0.2 s while it runs."""
     task = asyncio.create_task(_report(projector, progress)) if progress else None
     try:
@@ -158,7 +158,7 @@ async def _reporting(projector: Projector, progress: Callable[[int], None] | Non
                 await task
 
 
-async def _report(projector: Projector, progress: Callable[[int], None]) -> None:
+async def _report(projector: Runner, progress: Callable[[int], None]) -> None:
     while True:
         progress(projector.checkpoint)
         await asyncio.sleep(0.2)

@@ -16,7 +16,7 @@ from services.db import make_engine, require_current
 from services.generations import Generations
 from services.log import ClaimLog, LogError
 from services.log.servers import ErrorLog, connect, inbox_prefix, split_credentials
-from services.projector.runner import Projector
+from services.projector.live import Projector
 from services.projector.shares import Shares, level
 from services.replay import rebuild_if_stale
 from services.runtime import nats_server, ready, stream_spec

@@ -1,4 +1,4 @@
-"""Consume, apply, commit with the checkpoint, then ack: effects at the edge, exactly once."""
+"""Consume, hand each batch to the writer, then ack: effects at the edge, exactly once."""
 
 from __future__ import annotations
 
@@ -7,14 +7,13 @@ import contextlib
 import logging
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import nats.errors
-from sqlalchemy import Engine
 
 from events import UnknownEventError, decode
 from events.subjects import claim_of
-from projections.base import Projection, Record
-from services.generations import Generations
+from projections.base import Record
 from services.log import ClaimLog, Delivery, DurableConsumer
 from services.projector.errors import NEVER_PARK, TRANSIENT, CannotIsolateError, FencingError
 from services.projector.notices import encode_notice, notice_subject
@@ -23,59 +22,48 @@ from services.projector.writer import CheckpointedWriter, Entry, Refused
 log = logging.getLogger(__name__)
 BACKLOG_LINGER = 0.02  # seconds a batch may wait to fill while the projector is behind the log
 FOLLOW_EVERY = 1.0  # seconds between looks at which read-model generation is active
-EPOCH = 0  # a projector that folds every partition of its share owns them all, at the first epoch
 
-__all__ = ["NEVER_PARK", "TRANSIENT", "CannotIsolateError", "FencingError", "Projector", "claim_partition", "to_entries"]
+__all__ = ["NEVER_PARK", "TRANSIENT", "CannotIsolateError", "FencingError", "Runner", "Scope", "claim_partition", "to_entries"]
 
 
-class Projector:
-    """Keeps a set of projections up to date with the log.
+@dataclass(frozen=True)
+class Scope:
+    """Which events a runner folds: those of the claims in share ``k`` of ``n`` (the checkpoint still
+    moves over the others, which are other shares'), and none after ``stop_at``."""
 
-    With ``generations``, it keeps the active generation's tables and moves to a new one within
-    ``FOLLOW_EVERY`` seconds of a switch (``claimlog replay``), resuming at that generation's checkpoint.
+    share: tuple[int, int] = (0, 1)
+    stop_at: int | None = None
+
+
+class Runner:
+    """Reads batches from a durable consumer, hands each to the writer, acknowledges what it committed.
+
+    A rebuild or a partial rebuild runs one as it is (with ``linger`` for full batches and a ``Scope``
+    ending at the head); the live projector (``live.py``) adds following the active generation.
     """
 
     def __init__(
-        self,
-        log_: ClaimLog,
-        engine: Engine,
-        projections: Sequence[Projection],
-        *,
-        name: str,
-        batch: int,
-        generations: Generations | None = None,
-        linger: float = 0.0,
-        partition: tuple[int, int] | None = None,
-        stop_at: int | None = None,
+        self, log_: ClaimLog, writer: CheckpointedWriter, *, name: str, batch: int, linger: float = 0.0, scope: Scope = Scope(), epoch: int = 0
     ) -> None:
-        self._log, self._engine, self._projections = log_, engine, list(projections)
+        if writer.partitions != scope.share[1]:
+            raise ValueError(f"a writer of {writer.partitions} partitions cannot commit share {scope.share[0]} of {scope.share[1]}")
+        self._log, self.writer, self.scope = log_, writer, scope
         self._name, self._batch = name, batch
-        self._generations = generations
         self._linger = linger  # seconds a batch may wait to fill: 0 live (latency), more for a replay
-        # (k, n): apply only the events of claims in partition k of n (a parallel rebuild's share); the
-        # checkpoint still moves over every event, since the others belong to other partitions.
-        self._partition = partition
-        self._stop_at = stop_at  # apply nothing after this sequence (a rebuild's share ends there)
-        self.generation = generations.active_number() if generations is not None else 0
-        if generations is not None:
-            self._engine = generations.engine(self.generation)
         self.checkpoint = 0  # the last sequence committed, as the database has it
-        self.writer = CheckpointedWriter(self._engine, self._projections, partitions=self._share[1])
+        # The owner's epoch the writer fences with: a partition's lease revision (renewals raise it);
+        # 0 for a runner that owns its whole scope.
+        self.epoch = epoch
         self.announce = False  # send a commit notice after each commit (services/projector/notices.py)
 
     def load_checkpoint(self) -> int:
         """The last sequence every projection has applied in this projector's share, registering new
         projections at 0; checkpoints written for another number of shares are divided anew first."""
-        claimed = self.writer.claim(self._share[0], epoch=EPOCH)
+        claimed = self.writer.claim(self.scope.share[0], epoch=self.epoch)
         if isinstance(claimed, Refused):
             raise FencingError(claimed.reason)
         self.checkpoint = claimed
         return self.checkpoint
-
-    @property
-    def _share(self) -> tuple[int, int]:
-        """(k, n): which share of the claims this projector folds, and of how many; (0, 1) for all."""
-        return self._partition or (0, 1)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Apply events until ``stop`` is set, retrying with backoff when the database is unavailable."""
@@ -131,7 +119,7 @@ class Projector:
                     if writing is not None:
                         await writing  # raises what the previous batch failed with
                     writing = asyncio.create_task(self._apply(consumer, deliveries, decoded))
-                if self._generations is not None and loop.time() - checked > FOLLOW_EVERY:
+                if self.follows and loop.time() - checked > FOLLOW_EVERY:
                     checked = loop.time()
                     if writing is not None:
                         await writing
@@ -148,25 +136,18 @@ class Projector:
             self.writer.close()
             await consumer.stop()
 
+    follows = False  # whether the runner looks for a generation switch every FOLLOW_EVERY seconds
+
     def _switched(self) -> bool:
-        """Whether another generation became the active one; if so, write to it from now on."""
-        assert self._generations is not None
-        active = self._generations.active_number()
-        if active == self.generation:
-            return False
-        log.info("read-model generation %s is now active (was %s): following it", active, self.generation)
-        self._forget()
-        self.writer.close()
-        self.generation, self._engine = active, self._generations.engine(active)
-        self.writer = CheckpointedWriter(self._engine, self._projections, partitions=self._share[1])
-        return True
+        """Whether the runner moved to another writer and must start again from its checkpoint."""
+        return False
 
     def _decode(self, deliveries: list[Delivery]) -> list[Entry]:
-        return to_entries(deliveries, share=self._share, stop_at=self._stop_at)
+        return to_entries(deliveries, share=self.scope.share, stop_at=self.scope.stop_at)
 
     async def _apply(self, consumer: DurableConsumer, deliveries: list[Delivery], entries: list[Entry]) -> None:
         """Commit a decoded batch with the checkpoint, then acknowledge it."""
-        outcome = await self.writer.commit(entries, partition=self._share[0], epoch=EPOCH)
+        outcome = await self.writer.commit(entries, partition=self.scope.share[0], epoch=self.epoch)
         if isinstance(outcome, Refused):
             raise FencingError(outcome.reason)
         before, self.checkpoint = self.checkpoint, outcome.checkpoint

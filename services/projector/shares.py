@@ -33,7 +33,9 @@ from projections.tables import checkpoints
 from services.generations import Generations
 from services.log import ClaimLog
 from services.log.servers import connect
-from services.projector.runner import Projector
+from services.projector.live import Projector
+from services.projector.runner import Runner, Scope
+from services.projector.writer import CheckpointedWriter
 from services.runtime import run, stream_spec
 from services.settings import Settings
 
@@ -64,7 +66,8 @@ async def level(claim_log: ClaimLog, engine: Engine, *, shares: int, name: str, 
             continue
         leveller = f"{name}-level-s{share}of{old}"
         log.info("share %s of %s stands behind sequence %s: bringing it there before CLAIMLOG_PROJECTOR_SHARES=%s runs", share, old, head, shares)
-        projector = Projector(claim_log, engine, build_projections(), name=leveller, batch=batch, partition=(share, old), stop_at=head)
+        writer = CheckpointedWriter(engine, build_projections(), partitions=old)
+        projector = Runner(claim_log, writer, name=leveller, batch=batch, scope=Scope(share=(share, old), stop_at=head))
         try:
             await projector.run_until(head, timeout=None)
         finally:
@@ -145,7 +148,7 @@ async def fold_share(settings: Settings, nats_url: str, share: int, shares: int)
         active = generations.engine(generations.active_number())  # the projector follows the generation switches
         projector = Projector(
             ClaimLog(nc, stream_spec(settings)), active, build_projections(), name=name, batch=settings.projector_batch,
-            generations=generations, partition=(share, shares),
+            generations=generations, share=(share, shares),
         )
         await projector.run(stop)
     finally:

@@ -23,7 +23,8 @@ from projections.tables import checkpoints
 from services.db import make_engine, upgrade
 from services.log import ClaimLog, StreamSpec, connect
 from services.log.chain import chain
-from services.projector.runner import Projector
+from services.projector.runner import Runner, Scope
+from services.projector.writer import CheckpointedWriter
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERLEAVE = 1000  # claims whose events are interleaved in the log, as pipelines and people interleave them
@@ -186,15 +187,8 @@ class CleanReplay:
 
     async def to(self, seq: int) -> dict[str, str]:
         """Apply every event through ``seq`` exactly (nothing after it); the table checksums there."""
-        projector = Projector(
-            self.claim_log,
-            self.engine,
-            build_projections(),
-            name=self.name,
-            batch=5000,
-            linger=0.02,
-            stop_at=seq,
-        )
+        writer = CheckpointedWriter(self.engine, build_projections())
+        projector = Runner(self.claim_log, writer, name=self.name, batch=5000, linger=0.02, scope=Scope(stop_at=seq))
         projector.load_checkpoint()
         if projector.checkpoint < seq:
             await projector.run_until(seq, timeout=180)

@@ -14,9 +14,9 @@ from projections.page_model import PAGE
 from projections.registry import build_projections
 from projections.tables import claim_pages, contributor_disagreements, contributor_sources, unreadable_events
 from services.log import Appended, ClaimLog
-from services.projector import Projector
+from services.projector import FencingError, Projector, Runner
 from services.projector.runner import to_entries
-from services.projector.writer import Committed, Refused
+from services.projector.writer import CheckpointedWriter, Committed, Refused
 from services.read_api.queries import claim_page
 from tests.builders import attached, drafted, filed, history, resolved, withdrawn
 from tests.conftest import random_claim_id
@@ -172,3 +172,13 @@ async def test_folding_a_claims_own_events_gives_the_projected_page(claim_log: C
     with engine.connect() as conn:
         projected = claim_page(conn, claim_id)
     assert PAGE.dump_python(projected, mode="json") == PAGE.dump_python(folded, mode="json")
+
+
+async def test_a_runner_whose_partition_another_owner_took_stops_without_writing(claim_log: ClaimLog, engine: Engine, claim_id: str):
+    await append_history(claim_log, claim_id, [drafted(claim_id)])
+    assert CheckpointedWriter(engine, build_projections()).claim(0, epoch=5) == 0
+    stale = Runner(claim_log, CheckpointedWriter(engine, build_projections()), name="stale", batch=10, epoch=4)
+    with pytest.raises(FencingError, match="owned at epoch 5, above 4"):
+        await stale.run_until(await claim_log.head(), timeout=20)
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(claim_pages)).scalar() == 0

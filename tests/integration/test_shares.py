@@ -36,7 +36,7 @@ SHARES = 2
 
 
 def share(claim_log: ClaimLog, engine: Engine, k: int, n: int = SHARES, *, batch: int = 5) -> Projector:
-    return Projector(claim_log, engine, build_projections(), name=consumer_name("projector", k, n), batch=batch, partition=(k, n))
+    return Projector(claim_log, engine, build_projections(), name=consumer_name("projector", k, n), batch=batch, share=(k, n))
 
 
 async def run_shares(claim_log: ClaimLog, engine: Engine, n: int = SHARES, *, batch: int = 5) -> list[Projector]:
@@ -148,7 +148,7 @@ async def test_shares_follow_a_rebuild_to_its_generation_and_divide_its_checkpoi
     claims = await publish_claims(claim_log)
     stop = asyncio.Event()
     live = [
-        Projector(claim_log, engine, build_projections(), name=consumer_name("live", k, SHARES), batch=5, generations=generations, partition=(k, SHARES))
+        Projector(claim_log, engine, build_projections(), name=consumer_name("live", k, SHARES), batch=5, generations=generations, share=(k, SHARES))
         for k in range(SHARES)
     ]
     running = [asyncio.create_task(p.run(stop)) for p in live]
