@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import random
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine
 
 from events import Actor
-from services.db import make_engine, upgrade
+from services.db import make_engine
 from services.embedded import EmbeddedNats
 from services.log import ClaimLog, StreamSpec, connect
+from tests.databases import POSTGRES_URL, Templates, migrated_database, postgres_database
+from tests.shared_nats import SharedNats
 
-POSTGRES_URL = os.environ.get("CLAIMLOG_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+__all__ = ["POSTGRES_URL"]
 PERSON = Actor(id="ada", kind="person")
 MODEL = Actor(id="drafter", kind="model", model="test-model-1")
 
@@ -38,9 +37,23 @@ def claim_id() -> str:
     return random_claim_id()
 
 
+@pytest.fixture(scope="session")
+def shared_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedNats]:
+    """The run's nats-server whose accounts the tests take in turn (see tests/shared_nats.py)."""
+    server = SharedNats(tmp_path_factory.mktemp("shared-nats"))
+    server.start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def nats_url(tmp_path: Path) -> Iterator[str]:
-    """A fresh nats-server with JetStream in a temporary store, on a free loopback port: its admin URL."""
+def nats_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A NATS URL with every permission on a JetStream nobody else uses: an account of its own on the
+    run's shared server, or, for a test marked ``private_nats``, the admin's URL on a fresh embedded
+    nats-server in a temporary store, on a free loopback port."""
+    if request.node.get_closest_marker("private_nats") is None:
+        yield request.getfixturevalue("shared_nats").take()
+        return
     server = EmbeddedNats(tmp_path / "nats", sync="always")
     server.start()
     yield server.url_for("admin")
@@ -57,32 +70,38 @@ async def claim_log(nats_url: str) -> AsyncIterator[ClaimLog]:
 
 
 def _postgres_database() -> Iterator[str]:
-    admin = create_engine(POSTGRES_URL.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
-    name = f"claimlog_test_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    """An empty database of its own on the test PostgreSQL, dropped afterwards."""
+    return postgres_database()
+
+
+@pytest.fixture(scope="session")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Templates]:
+    """The run's migrated template databases (see tests/databases.py)."""
+    made = Templates(tmp_path_factory.mktemp("templates"))
+    yield made
+    made.close()
+
+
+def _wants_migrated(request: pytest.FixtureRequest) -> bool:
+    return "engine" in request.fixturenames
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database: SQLite in a temporary file, or a fresh PostgreSQL database."""
-    if request.param == "sqlite":
+def database_url(request: pytest.FixtureRequest, tmp_path: Path, templates: Templates) -> Iterator[str]:
+    """A database of its own for the test, SQLite in a temporary file or PostgreSQL: a migrated copy of
+    the template when the test takes ``engine``, else empty (not even the SQLite file exists)."""
+    if _wants_migrated(request):
+        yield from migrated_database(templates, request.param, tmp_path, "read-models.sqlite3")
+    elif request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'read-models.sqlite3'}"
     else:
-        yield from _postgres_database()
+        yield from postgres_database()
 
 
 @pytest.fixture
 def engine(database_url: str) -> Iterator[Engine]:
-    """A migrated read-model database."""
+    """An engine on the test's migrated read-model database."""
     engine = make_engine(database_url)
-    upgrade(engine)
     yield engine
     engine.dispose()
 
@@ -92,4 +111,10 @@ def second_database(database_url: str, tmp_path: Path) -> Iterator[str]:
     if database_url.startswith("sqlite"):
         yield f"sqlite:///{tmp_path / 'replay.sqlite3'}"
     else:
-        yield from _postgres_database()
+        yield from postgres_database()
+
+
+def second_migrated_database(database_url: str, tmp_path: Path, templates: Templates) -> Iterator[str]:
+    """Another migrated database of the same kind, made from the template."""
+    kind = "sqlite" if database_url.startswith("sqlite") else "postgresql"
+    yield from migrated_database(templates, kind, tmp_path, "replay.sqlite3")

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from services.db import make_engine, upgrade
+from services.db import make_engine
 from services.generations import Generations
 from services.log import ClaimLog
 from services.settings import Settings
-from tests.conftest import second_database
+from tests.conftest import second_migrated_database
+from tests.databases import Templates
 from tests.integration.command_api import Api, running_api
 
 
@@ -24,11 +25,10 @@ async def api(claim_log: ClaimLog, engine: Engine) -> AsyncIterator[Api]:
 
 
 @pytest.fixture
-def replay_engine(database_url: str, tmp_path: Path) -> Iterator[Engine]:
+def replay_engine(database_url: str, tmp_path: Path, templates: Templates) -> Iterator[Engine]:
     """A second migrated database of the same kind as the test's, for a replay to compare against."""
-    for url in second_database(database_url, tmp_path):
+    for url in second_migrated_database(database_url, tmp_path, templates):
         engine = make_engine(url)
-        upgrade(engine)
         yield engine
         engine.dispose()
 

@@ -65,6 +65,7 @@ def test_the_api_does_not_start_without_its_nats_server(engine, tmp_path: Path):
     assert_explained(done, f"could not connect to NATS at nats://127.0.0.1:{port} within 1s")
 
 
+@pytest.mark.private_nats  # the embedded server's admin user, named in the message
 def test_wrong_nats_credentials_are_named_without_the_password(nats_url: str, tmp_path: Path):
     wrong = nats_url.replace("admin:", "admin:not-", 1)
     assert wrong != nats_url
