@@ -61,9 +61,9 @@ class ClaimLog:
         """The last sequence in the whole log."""
         return await stream_head(self.nc, self.stream)
 
-    def consumer(self, name: str, *, max_batch: int) -> DurableConsumer:
-        """A durable consumer of every event, for a projector."""
-        return DurableConsumer(self.nc, self.stream, name, max_batch=max_batch, layout=self.layout)
+    def consumer(self, name: str, *, max_batch: int, partition: int | None = None) -> DurableConsumer:
+        """A durable consumer of every event, or of one partition's (the server filters), for a projector."""
+        return DurableConsumer(self.nc, self.stream, name, max_batch=max_batch, layout=self.layout, partition=partition)
 
     async def forget_consumer(self, name: str) -> None:
         """Delete a consumer made for one job (a replay); a missing one is fine."""

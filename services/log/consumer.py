@@ -65,10 +65,12 @@ class DurableConsumer:
     """A durable, ack-all pull consumer over every claim subject, positioned by the caller's checkpoint."""
 
     def __init__(
-        self, nc: Client, stream: str, name: str, *, max_batch: int = 1000, layout: LogLayout = DEFAULT_LAYOUT
+        self, nc: Client, stream: str, name: str, *, max_batch: int = 1000, layout: LogLayout = DEFAULT_LAYOUT,
+        partition: int | None = None,
     ) -> None:
         self._nc, self._stream, self._name, self._max_batch = nc, stream, name, max_batch
-        self._filter = layout.all_events
+        # One partition's subjects as the consumer's one filter: the server sends nothing else.
+        self._filter = layout.all_events if partition is None else layout.partition_filter(partition)
         self._queue: asyncio.Queue[Frame] = asyncio.Queue()
         self._owed = 0
         self._heard_at = 0.0  # loop time of the last message or heartbeat

@@ -33,6 +33,7 @@ class Scope:
 
     share: tuple[int, int] = (0, 1)
     stop_at: int | None = None
+    partition: int | None = None  # one partition of the log only, filtered by the server; its own checkpoint
 
 
 class Runner:
@@ -45,7 +46,7 @@ class Runner:
     def __init__(
         self, log_: ClaimLog, writer: CheckpointedWriter, *, name: str, batch: int, linger: float = 0.0, scope: Scope = Scope(), epoch: int = 0
     ) -> None:
-        if writer.partitions != scope.share[1]:
+        if scope.partition is None and writer.partitions != scope.share[1]:
             raise ValueError(f"a writer of {writer.partitions} partitions cannot commit share {scope.share[0]} of {scope.share[1]}")
         self._log, self.writer, self.scope = log_, writer, scope
         self._name, self._batch = name, batch
@@ -59,11 +60,16 @@ class Runner:
     def load_checkpoint(self) -> int:
         """The last sequence every projection has applied in this projector's share, registering new
         projections at 0; checkpoints written for another number of shares are divided anew first."""
-        claimed = self.writer.claim(self.scope.share[0], epoch=self.epoch)
+        claimed = self.writer.claim(self._partition, epoch=self.epoch)
         if isinstance(claimed, Refused):
             raise FencingError(claimed.reason)
         self.checkpoint = claimed
         return self.checkpoint
+
+    @property
+    def _partition(self) -> int:
+        """The checkpoint row this runner commits: its log partition's, or its share's."""
+        return self.scope.share[0] if self.scope.partition is None else self.scope.partition
 
     async def run(self, stop: asyncio.Event) -> None:
         """Apply events until ``stop`` is set, retrying with backoff when the database is unavailable."""
@@ -96,7 +102,7 @@ class Runner:
 
     async def _consume(self, stop: asyncio.Event) -> None:
         checkpoint = self.load_checkpoint()
-        consumer = self._log.consumer(self._name, max_batch=self._batch)
+        consumer = self._log.consumer(self._name, max_batch=self._batch, partition=self.scope.partition)
         await consumer.start(checkpoint)
         loop = asyncio.get_running_loop()
         checked = loop.time()
@@ -147,7 +153,7 @@ class Runner:
 
     async def _apply(self, consumer: DurableConsumer, deliveries: list[Delivery], entries: list[Entry]) -> None:
         """Commit a decoded batch with the checkpoint, then acknowledge it."""
-        outcome = await self.writer.commit(entries, partition=self.scope.share[0], epoch=self.epoch)
+        outcome = await self.writer.commit(entries, partition=self._partition, epoch=self.epoch)
         if isinstance(outcome, Refused):
             raise FencingError(outcome.reason)
         before, self.checkpoint = self.checkpoint, outcome.checkpoint

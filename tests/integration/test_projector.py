@@ -14,7 +14,7 @@ from projections.page_model import PAGE
 from projections.registry import build_projections
 from projections.tables import claim_pages, contributor_disagreements, contributor_sources, unreadable_events
 from services.log import Appended, ClaimLog
-from services.projector import FencingError, Projector, Runner
+from services.projector import FencingError, Projector, Runner, Scope
 from services.projector.runner import to_entries
 from services.projector.writer import CheckpointedWriter, Committed, Refused
 from services.read_api.queries import claim_page
@@ -182,3 +182,28 @@ async def test_a_runner_whose_partition_another_owner_took_stops_without_writing
         await stale.run_until(await claim_log.head(), timeout=20)
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(claim_pages)).scalar() == 0
+
+
+async def test_runners_of_each_partition_receive_only_its_events_and_together_equal_one_projector(
+    claim_log: ClaimLog, engine: Engine, replay_engine: Engine
+):
+    layout = claim_log.layout
+    last_of: dict[int, int] = {}
+    for _ in range(6):
+        claim_id = random_claim_id()
+        appended = await append_history(claim_log, claim_id)
+        last_of[layout.partition_of(claim_id)] = appended.last_seq
+    assert len(last_of) > 1
+    for partition, last in last_of.items():
+        writer = CheckpointedWriter(engine, build_projections(), partitions=layout.partitions)
+        runner = Runner(claim_log, writer, name=f"p{partition}", batch=4, scope=Scope(partition=partition), epoch=1)
+        await runner.run_until(last, timeout=30)
+        assert runner.checkpoint == last  # nothing of another partition moved it
+    await project_all(claim_log, replay_engine, name="replay")
+    with engine.connect() as apart, replay_engine.connect() as together:
+        assert _rows(table_checksums(apart)) == _rows(table_checksums(together))
+
+
+def _rows(checksums: dict) -> dict:
+    """Checksums of the read models' tables, without the checkpoints (partitioned here, not there)."""
+    return {table: value for table, value in checksums.items() if table != "projection_checkpoints"}
