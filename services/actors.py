@@ -24,9 +24,10 @@ from pydantic import BaseModel, ConfigDict
 
 from events import Actor
 from events.envelope import utc_now
+from events.subjects import DEFAULT_STREAM
 from services.log.replication import cannot_hold, ensure_bucket_replicas
 
-BUCKET = "claimlog_actors"
+BUCKET = "claimlog_actors"  # the default stream's; another stream's registry has a bucket of its own
 TOKEN_PREFIX = "clm_"
 
 
@@ -45,20 +46,25 @@ class ActorsUnavailable(RuntimeError):
     """The actors bucket does not exist yet: no actor has been added."""
 
 
-async def _create_bucket(nc: Client, replicas: int) -> KeyValue:
+def actors_bucket(stream: str = DEFAULT_STREAM) -> str:
+    """The key-value bucket of the actors of the registry on ``stream``: registries sharing a server never share tokens."""
+    return BUCKET if stream == DEFAULT_STREAM else f"{BUCKET}_{stream}"
+
+
+async def _create_bucket(nc: Client, replicas: int, bucket: str) -> KeyValue:
     config = KeyValueConfig(
-        bucket=BUCKET, history=16, storage=StorageType.FILE, replicas=replicas, direct=True,
+        bucket=bucket, history=16, storage=StorageType.FILE, replicas=replicas, direct=True,
         description="claimlog actors and the hashes of their bearer tokens",
     )
     try:
         return await nc.jetstream().create_key_value(config)
     except APIError as error:
-        raise cannot_hold(f"the token store (bucket {BUCKET})", replicas, error) from None
+        raise cannot_hold(f"the token store (bucket {bucket})", replicas, error) from None
 
 
-async def ensure_store_replicas(nc: Client, replicas: int) -> None:
+async def ensure_store_replicas(nc: Client, replicas: int, *, stream: str = DEFAULT_STREAM) -> None:
     """Raise the token store's replicas to ``replicas``, when it exists (``actors add`` creates it)."""
-    await ensure_bucket_replicas(nc, {BUCKET: "the token store"}, replicas)
+    await ensure_bucket_replicas(nc, {actors_bucket(stream): "the token store"}, replicas)
 
 
 def token_hash(token: str) -> str:
@@ -73,20 +79,22 @@ class ActorStore:
         self._kv = kv
 
     @classmethod
-    async def open(cls, nc: Client, *, create: bool = False, replicas: int = 1) -> ActorStore:
-        """The store on ``nc``; ``create`` makes the bucket with ``replicas`` copies when missing, or raises an
-        existing one's to them (needs admin rights)."""
-        js = nc.jetstream()
+    async def open(
+        cls, nc: Client, *, create: bool = False, replicas: int = 1, stream: str = DEFAULT_STREAM
+    ) -> ActorStore:
+        """The store of the registry on ``stream``; ``create`` makes its bucket with ``replicas`` copies when
+        missing, or raises an existing one's to them (needs admin rights)."""
+        js, bucket = nc.jetstream(), actors_bucket(stream)
         try:
-            kv = await js.key_value(BUCKET)
+            kv = await js.key_value(bucket)
         except (BucketNotFoundError, NotFoundError):
             if not create:
                 raise ActorsUnavailable(
-                    f"no actors yet (the key-value bucket {BUCKET} does not exist): add one with `claimlog actors add`"
+                    f"no actors yet (the key-value bucket {bucket} does not exist): add one with `claimlog actors add`"
                 ) from None
-            return cls(await _create_bucket(nc, replicas))
+            return cls(await _create_bucket(nc, replicas, bucket))
         if create:
-            await ensure_store_replicas(nc, replicas)
+            await ensure_store_replicas(nc, replicas, stream=stream)
         return cls(kv)
 
     async def issue(self, actor: Actor) -> tuple[str, TokenRecord]:

@@ -40,7 +40,7 @@ def add(
     actor = _actor(actor_id, kind, model)
 
     async def work(log):
-        store = await ActorStore.open(log.nc, create=True, replicas=log.spec.replicas)
+        store = await ActorStore.open(log.nc, create=True, replicas=log.spec.replicas, stream=log.stream)
         return await store.issue(actor)
 
     token, record = _run(work)
@@ -73,7 +73,7 @@ def list_actors() -> None:
 
     async def work(log):
         try:
-            return await (await ActorStore.open(log.nc)).records()
+            return await (await ActorStore.open(log.nc, stream=log.stream)).records()
         except ActorsUnavailable:
             return []
 
@@ -100,7 +100,7 @@ def revoke(
         raise typer.BadParameter("name an actor, or one token with --token, not both")
 
     async def work(log):
-        return await (await ActorStore.open(log.nc)).revoke(actor_id=actor_id, token_id=token)
+        return await (await ActorStore.open(log.nc, stream=log.stream)).revoke(actor_id=actor_id, token_id=token)
 
     revoked = _run(work)
     if not revoked:

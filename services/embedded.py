@@ -13,7 +13,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from events.subjects import DEFAULT_STREAM
+from events.subjects import DEFAULT_PREFIX, DEFAULT_STREAM
 from services.nats_roles import authorization_config, read_passwords, role_passwords, with_credentials
 from services.processes import terminate
 
@@ -77,11 +77,13 @@ def accepts(url: str) -> bool:
 class EmbeddedNats:
     """One nats-server process serving the data directory's JetStream store on a free loopback port."""
 
-    def __init__(self, data_dir: Path, *, sync: str = "always", port: int = -1, stream: str = DEFAULT_STREAM) -> None:
+    def __init__(
+        self, data_dir: Path, *, sync: str = "always", port: int = -1, stream: str = DEFAULT_STREAM, prefix: str = DEFAULT_PREFIX
+    ) -> None:
         self.data_dir = data_dir.resolve()
         self.sync = sync
         self.port = port
-        self.stream = stream
+        self.stream, self.prefix = stream, prefix
         self.process: subprocess.Popen[bytes] | None = None
         self.url: str | None = None  # the address, without credentials
 
@@ -105,7 +107,7 @@ class EmbeddedNats:
                 f"jetstream {{\n  store_dir: {json.dumps(str(self.data_dir / 'jetstream'))}\n"
                 # Quoted: unquoted, nats-server reads `2m` as the number 2,000,000 (seconds), not two minutes.
                 f"  sync_interval: {json.dumps(self.sync)}\n}}\n"
-                + authorization_config(self.stream, passwords)
+                + authorization_config(self.stream, passwords, prefix=self.prefix)
             )
         return config
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nats.errors
 
-from events.subjects import DEFAULT_STREAM
+from events.subjects import DEFAULT_PREFIX, DEFAULT_STREAM
 from services.embedded import URL_FILE, EmbeddedNatsError, accepts, nats_server_binary
 from services.log.servers import connect
 from services.nats_roles import authorization_config, role_passwords, with_credentials
@@ -59,9 +59,11 @@ def cluster_nodes(data_dir: Path) -> int | None:
 class LocalCluster:
     """``size`` nats-servers clustered on loopback, JetStream on each, sharing the data directory's roles."""
 
-    def __init__(self, data_dir: Path, *, size: int = 3, sync: str = "always", stream: str = DEFAULT_STREAM) -> None:
+    def __init__(
+        self, data_dir: Path, *, size: int = 3, sync: str = "always", stream: str = DEFAULT_STREAM, prefix: str = DEFAULT_PREFIX
+    ) -> None:
         self.data_dir = data_dir.resolve()
-        self.sync, self.stream = sync, stream
+        self.sync, self.stream, self.prefix = sync, stream, prefix
         self.nodes = self._layout(size)
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -134,7 +136,7 @@ class LocalCluster:
                 f"jetstream {{\n  store_dir: {json.dumps(str(node.home / 'jetstream'))}\n"
                 f"  sync_interval: {json.dumps(self.sync)}\n}}\n"
                 f'cluster {{\n  name: "{CLUSTER_NAME}"\n  listen: "127.0.0.1:{node.route_port}"\n  routes: [\n{routes}\n  ]\n}}\n'
-                + authorization_config(self.stream, passwords)
+                + authorization_config(self.stream, passwords, prefix=self.prefix)
             )
         return config
 

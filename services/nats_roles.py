@@ -13,12 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from events.subjects import ALL_EVENTS
+from events.subjects import DEFAULT_PREFIX, LogLayout
+from services.actors import actors_bucket
 from services.log.servers import inbox_prefix
 from services.projector.notices import notice_subject
 
 ROLES = ("admin", "writer", "projector", "reader")
-ACTORS_BUCKET = "claimlog_actors"  # the key-value bucket of actors and token hashes (services/actors.py)
+ACTORS_BUCKET = actors_bucket()  # the default registry's key-value bucket of actors and token hashes (services/actors.py)
 USERS_FILE = "nats-users.json"
 
 
@@ -35,8 +36,13 @@ class Permissions:
     subscribe: tuple[str, ...]
 
 
-def role_permissions(stream: str) -> dict[str, Permissions | None]:
-    """What each role may do on the stream; ``None`` is everything (admin)."""
+def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Permissions | None]:
+    """What each role may do on the registry of ``stream`` and subject ``prefix``; ``None`` is everything (admin).
+
+    A writer publishes events on ``<prefix>.<claim>.<Type>`` only: the stream stores them in their
+    partition itself, and nothing else of another registry on the same server is open to it.
+    """
+    events = LogLayout(prefix).stream_subjects[0]
     api = "$JS.API"
     read_log = _reads(stream)
     consume = (
@@ -51,7 +57,7 @@ def role_permissions(stream: str) -> dict[str, Permissions | None]:
     return {
         "admin": None,  # creates and updates the stream and the actors bucket; operator commands
         # The API processes connect as writer (with commands) or reader: both hear the commit notices.
-        "writer": _own_replies("writer", (ALL_EVENTS, f"{api}.INFO", *read_log, *_reads(f"KV_{ACTORS_BUCKET}")),
+        "writer": _own_replies("writer", (events, f"{api}.INFO", *read_log, *_reads(f"KV_{actors_bucket(stream)}")),
                                also=(notice_subject(stream),)),
         "projector": _own_replies("projector", (*read_log, *consume, notice_subject(stream))),
         "reader": _own_replies("reader", read_log, also=(notice_subject(stream),)),
@@ -73,10 +79,10 @@ def _reads(stream: str) -> tuple[str, ...]:
     )
 
 
-def authorization_config(stream: str, passwords: Mapping[str, str]) -> str:
+def authorization_config(stream: str, passwords: Mapping[str, str], *, prefix: str = DEFAULT_PREFIX) -> str:
     """The nats-server ``authorization`` block; ``passwords`` holds each role's config value ("quoted" or $VAR)."""
     users = []
-    for role, permissions in role_permissions(stream).items():
+    for role, permissions in role_permissions(stream, prefix).items():
         user = f"    {{user: {role}, password: {passwords[role]}"
         if permissions is None:
             users.append(user + "}")

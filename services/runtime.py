@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import nats.errors
 
 from events.subjects import LogLayout
-from services.actors import BUCKET as ACTORS_BUCKET
+from services.actors import actors_bucket
 from services.embedded import EmbeddedNats, running_url
 from services.local_cluster import LocalCluster, cluster_nodes
 from services.log import ClaimLog, LogConfigError, StreamSpec, connect
@@ -24,7 +24,8 @@ from services.settings import Settings
 
 log = logging.getLogger(__name__)
 # Every key-value bucket claimlog keeps beside the log, raised to CLAIMLOG_NATS_REPLICAS at start-up.
-KEPT_BUCKETS = {ACTORS_BUCKET: "the token store", LEASES_BUCKET: "the projector's partition leases"}
+# (The token store's bucket is the stream's own: ``actors_bucket``.)
+KEPT_BUCKETS = {LEASES_BUCKET: "the projector's partition leases"}
 T = TypeVar("T")
 
 
@@ -71,8 +72,10 @@ def local_server(settings: Settings, *, cluster: int | None = None) -> EmbeddedN
     for), else the single embedded server."""
     size = cluster or cluster_nodes(settings.data_dir)
     if size:
-        return LocalCluster(settings.data_dir, size=size, sync=settings.nats_sync, stream=settings.stream)
-    return EmbeddedNats(settings.data_dir, sync=settings.nats_sync, stream=settings.stream)
+        return LocalCluster(
+            settings.data_dir, size=size, sync=settings.nats_sync, stream=settings.stream, prefix=settings.subject_prefix
+        )
+    return EmbeddedNats(settings.data_dir, sync=settings.nats_sync, stream=settings.stream, prefix=settings.subject_prefix)
 
 
 def holds_log(data_dir: Path) -> bool:
@@ -121,7 +124,8 @@ async def ensure_log(settings: Settings) -> None:
     """Create or verify the stream, and the replicas of the token store, as admin (``claimlog up``, ``claimlog ingest`` on the embedded default, and the
     deploy's one-shot ``stream`` service)."""
     async with open_log(settings, client_name="claimlog-stream", role="admin") as claim_log:
-        await ensure_bucket_replicas(claim_log.nc, KEPT_BUCKETS, claim_log.spec.replicas)
+        buckets = {**KEPT_BUCKETS, actors_bucket(claim_log.stream): "the token store"}
+        await ensure_bucket_replicas(claim_log.nc, buckets, claim_log.spec.replicas)
         if settings.nats_url:  # a server claimlog did not configure: ask it (as admin, once) whether it syncs
             await warn_if_server_not_synced(claim_log.nc)
 

@@ -71,7 +71,7 @@ async def ingest_commands(
         return 2
     async with open_log(settings, client_name="claimlog-ingest", role="writer") as claim_log:
         try:
-            actor = await (await ActorStore.open(claim_log.nc)).authenticate(token)
+            actor = await (await ActorStore.open(claim_log.nc, stream=claim_log.stream)).authenticate(token)
         except ActorsUnavailable as error:
             actor, reason = None, str(error)
         else:

@@ -106,7 +106,7 @@ def _store_opener(claim_log: ClaimLog) -> Callable[[], AsyncIterator[ActorStore]
         if not opened:
             async with lock:
                 if not opened:
-                    opened.append(await ActorStore.open(claim_log.nc))
+                    opened.append(await ActorStore.open(claim_log.nc, stream=claim_log.stream))
         return opened[0]
 
     return actor_store
