@@ -57,3 +57,28 @@ def test_each_service_connects_to_every_node_as_its_role():
 def test_the_image_copies_every_package_the_project_installs():
     copied = set(re.findall(r"^COPY (\w+) \1$", (DEPLOY / "Dockerfile").read_text(), flags=re.M))
     assert copied == {"events", "projections", "services", "migrations"}
+
+
+def test_the_cluster_runs_the_server_version_claimlog_is_tested_with():
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    tested = subprocess.run([str(nats_server_binary()), "--version"], capture_output=True, text=True).stdout
+    version = re.search(r"v(\d+\.\d+\.\d+)", tested).group(1)
+    assert {services[node]["image"] for node in ("nats-1", "nats-2", "nats-3")} == {f"nats:{version}"}
+
+
+def test_every_service_runs_a_claimlog_command_that_exists_with_every_copy_the_nodes_can_hold():
+    from typer.main import get_command
+
+    from services.cli import app
+
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    commands = get_command(app).commands
+    for name in ("migrate", "projector", "api"):
+        words = services[name]["command"]
+        command = commands[words[0]]
+        if words[0] == "db":
+            command = command.commands[words[1]]
+        options = {opt for param in command.params for opt in param.opts}
+        assert {word for word in words if word.startswith("--")} <= options, name
+    nodes = [name for name in services if name.startswith("nats-")]
+    assert services["migrate"]["environment"]["CLAIMLOG_NATS_REPLICAS"] == str(len(nodes)) == "3"
