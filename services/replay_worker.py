@@ -65,7 +65,7 @@ class _Fed:
         self._feed = feed
         self._ended = False
 
-    def consumer(self, name: str, *, max_batch: int) -> _Fed:
+    def consumer(self, name: str, *, max_batch: int, partition: int | None = None) -> _Fed:
         return self
 
     async def start(self, after_seq: int) -> None:

@@ -48,8 +48,10 @@ class _LogUpTo(ClaimLog):
         super().__init__(claim_log.nc, claim_log.spec)
         self._until = until_seq
 
-    def consumer(self, name: str, *, max_batch: int) -> DurableConsumer:
-        return _ConsumerUpTo(self.nc, self.stream, name, max_batch=max_batch, until_seq=self._until)
+    def consumer(self, name: str, *, max_batch: int, partition: int | None = None) -> DurableConsumer:
+        return _ConsumerUpTo(
+            self.nc, self.stream, name, max_batch=max_batch, layout=self.layout, partition=partition, until_seq=self._until
+        )
 
 
 def live_checksums(engine: Engine) -> tuple[int | None, dict[str, str]]:
