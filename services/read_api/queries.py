@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from sqlalchemy import (
     Connection,
@@ -44,12 +45,27 @@ def claim_page_json(conn: Connection, key: str) -> tuple[bytes, int] | None:
     if row is None:
         return None
     doc, version = row
+    return shaped_page_json(conn, doc), version
+
+
+def shaped_page_json(
+    conn: Connection, doc: str, *, resolve_by_statement: Callable[[dict[str, dict]], None] | None = None
+) -> bytes:
+    """A stored page as served: its first related claims (ranked), each with its review state now, those
+    known only by statement resolved to pages (by ``resolve_by_statement``, given them by statement key:
+    by default, to any page there is now). A page with no related claims is passed through unparsed."""
     if NO_RELATED in doc:
-        return doc.encode(), version  # nothing to cut or resolve: the stored document as it is
+        return doc.encode()
     page = json.loads(doc)
-    page["related"] = page["related"][:RELATED_SHOWN]  # ranked: the first five
-    resolve_related(conn, page["related"])
-    return json.dumps(page, ensure_ascii=False, separators=(",", ":")).encode(), version
+    page["related"] = page["related"][:RELATED_SHOWN]
+    if resolve_by_statement is None:
+        resolve_related(conn, page["related"])
+    else:
+        unresolved = {r["key"]: r for r in page["related"] if r["claim_id"] is None}
+        if unresolved:
+            resolve_by_statement(unresolved)
+        resolve_related(conn, page["related"], resolve=False)
+    return json.dumps(page, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def resolve_related(conn: Connection, related: list[dict], *, resolve: bool = True) -> None:
