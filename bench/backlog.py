@@ -29,14 +29,14 @@ from rich.table import Table  # noqa: E402
 from bench.common import PeerCounts, arguments, peak_rss_mb, publish_backlog  # noqa: E402
 from bench.results import record  # noqa: E402
 from projections.registry import build_projections  # noqa: E402
-from services.db import make_engine, upgrade  # noqa: E402
-from services.embedded import EmbeddedNats  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
 from services.projector import Projector  # noqa: E402
 from services.projector.shares import Shares  # noqa: E402
 from services.read_api.queries import positions  # noqa: E402
-from services.runtime import run  # noqa: E402
-from services.settings import Settings  # noqa: E402
+from services.runtime.compose import run  # noqa: E402
+from services.runtime.db import make_engine, upgrade  # noqa: E402
+from services.runtime.embedded import EmbeddedNats  # noqa: E402
+from services.runtime.settings import Settings  # noqa: E402
 
 console = Console()
 

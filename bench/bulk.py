@@ -42,11 +42,11 @@ from bench.workload import write_commands  # noqa: E402
 from events import Actor  # noqa: E402
 from services.commands.bulk import BulkIngest  # noqa: E402
 from services.commands.bulk_lines import count_lines, iter_commands  # noqa: E402
-from services.embedded import EmbeddedNats  # noqa: E402
 from services.ingest.cli import throttled_advance  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
 from services.log.connection import encode_headers  # noqa: E402
-from services.runtime import run  # noqa: E402
+from services.runtime.compose import run  # noqa: E402
+from services.runtime.embedded import EmbeddedNats  # noqa: E402
 
 console = Console()
 ACTOR = Actor(id="ingest-bot", kind="model", model="pipeline-2")

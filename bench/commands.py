@@ -32,9 +32,9 @@ from bench.latency import paced, start, wait_healthy  # noqa: E402
 from bench.results import record  # noqa: E402
 from events import Actor  # noqa: E402
 from services.actors import ActorStore  # noqa: E402
-from services.db import make_engine, upgrade  # noqa: E402
-from services.embedded import EmbeddedNats  # noqa: E402
 from services.log import connect  # noqa: E402
+from services.runtime.db import make_engine, upgrade  # noqa: E402
+from services.runtime.embedded import EmbeddedNats  # noqa: E402
 
 console = Console()
 CLAIMS = 1000  # a few commands per claim over a run, as on the registry (claims hold tens of sources, not thousands)

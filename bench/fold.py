@@ -35,11 +35,11 @@ from bench.common import PeerCounts  # noqa: E402
 from bench.results import record  # noqa: E402
 from bench.workload import claim_events  # noqa: E402
 from projections.registry import build_projections  # noqa: E402
-from services.db import make_engine, upgrade  # noqa: E402
 from services.log import Delivery  # noqa: E402
 from services.log.chain import chain  # noqa: E402
 from services.projector import Projector  # noqa: E402
-from services.runtime import run  # noqa: E402
+from services.runtime.compose import run  # noqa: E402
+from services.runtime.db import make_engine, upgrade  # noqa: E402
 
 console = Console()
 

@@ -36,12 +36,12 @@ from rich.table import Table  # noqa: E402
 from bench.common import arguments, publish_backlog  # noqa: E402
 from bench.results import record  # noqa: E402
 from projections.registry import build_projections  # noqa: E402
-from services.db import make_engine, upgrade  # noqa: E402
-from services.embedded import EmbeddedNats  # noqa: E402
 from services.log import ClaimLog, StreamSpec  # noqa: E402
 from services.log.connection import FastHeadersClient  # noqa: E402
 from services.projector import Projector  # noqa: E402
-from services.runtime import run  # noqa: E402
+from services.runtime.compose import run  # noqa: E402
+from services.runtime.db import make_engine, upgrade  # noqa: E402
+from services.runtime.embedded import EmbeddedNats  # noqa: E402
 
 console = Console()
 STREAM = "CLAIMS"

@@ -38,10 +38,10 @@ from events import new_event_id  # noqa: E402
 from events.claim import ClaimDrafted  # noqa: E402
 from events.envelope import utc_now  # noqa: E402
 from events.source import SourceAttached  # noqa: E402
-from services.db import make_engine, upgrade  # noqa: E402
-from services.embedded import EmbeddedNats  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
-from services.runtime import run  # noqa: E402
+from services.runtime.compose import run  # noqa: E402
+from services.runtime.db import make_engine, upgrade  # noqa: E402
+from services.runtime.embedded import EmbeddedNats  # noqa: E402
 
 console = Console()
 CLAIMS = 50

@@ -33,10 +33,10 @@ from bench.workload import TOPICS, WORDS, claim_events  # noqa: E402
 from projections.base import Record  # noqa: E402
 from projections.registry import build_projections  # noqa: E402
 from projections.tables import checkpoints, claim_pages  # noqa: E402
-from services.db import make_engine, upgrade  # noqa: E402
-from services.embedded import EmbeddedNats  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
-from services.runtime import run  # noqa: E402
+from services.runtime.compose import run  # noqa: E402
+from services.runtime.db import make_engine, upgrade  # noqa: E402
+from services.runtime.embedded import EmbeddedNats  # noqa: E402
 
 console = Console()
 

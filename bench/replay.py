@@ -49,11 +49,11 @@ from bench.common import arguments, peak_rss_mb, percentile, progress  # noqa: E
 from bench.results import record  # noqa: E402
 from bench.workload import claim_events  # noqa: E402
 from events.subjects import event_subject  # noqa: E402
-from services.db import make_engine, upgrade  # noqa: E402
-from services.embedded import EmbeddedNats  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
 from services.log.chain import chain  # noqa: E402
-from services.runtime import run  # noqa: E402
+from services.runtime.compose import run  # noqa: E402
+from services.runtime.db import make_engine, upgrade  # noqa: E402
+from services.runtime.embedded import EmbeddedNats  # noqa: E402
 
 console = Console()
 BLOCK = 1000  # claims whose events are interleaved with each other
@@ -170,7 +170,7 @@ async def measure_as_of(url: str, claim_ids: list[str], repeats: int, snapshots)
 
 def as_of_both_ways(nats_url: str, database_url: str, claim_ids: list[str], repeats: int) -> dict[str, list[float]]:
     """As-of reads folded from the first event, and from the snapshots of the rebuilt read models."""
-    from services.generations import Generations
+    from services.rebuild.generations import Generations
 
     generations = Generations(database_url)
     try:
@@ -181,9 +181,9 @@ def as_of_both_ways(nats_url: str, database_url: str, claim_ids: list[str], repe
 
 def child(nats_url: str, database_url: str) -> None:
     """In a fresh process: rebuild a new generation from the log, sampling memory every tenth of the log."""
-    from services.generations import Generations
-    from services.replay import rebuild_generation
-    from services.settings import Settings
+    from services.rebuild.generations import Generations
+    from services.rebuild.replay import rebuild_generation
+    from services.runtime.settings import Settings
 
     samples: dict[int, float] = {}
     tree_memory = TreeMemory()
@@ -196,7 +196,7 @@ def child(nats_url: str, database_url: str) -> None:
 
     # The rebuild's own account of its phases (fold, merge, indexes) goes to stderr, and into the report.
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    logging.getLogger("services.replay_parallel").setLevel(logging.INFO)
+    logging.getLogger("services.rebuild.parallel").setLevel(logging.INFO)
     settings = Settings(nats_url=nats_url, database_url=database_url, data_dir=Path(tempfile.mkdtemp()))
     generations = Generations(database_url)
     started = time.perf_counter()

@@ -200,7 +200,7 @@ contributor_disagreements = Table(
 # Which set of read-model tables ("generation") the API serves and the projector keeps: read from the
 # home database only (CLAIMLOG_DATABASE_URL). Generation 0 is the home database's own tables; a replay
 # builds generation N beside it (SQLite: a sibling file; PostgreSQL: a schema) and switches to it
-# (services/generations.py). It exists in every generation's schema, like the others, but is not a
+# (services/rebuild/generations.py). It exists in every generation's schema, like the others, but is not a
 # read model: nothing folds into it and table checksums leave it out.
 read_model_generations = Table(
     "read_model_generations",

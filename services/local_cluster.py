@@ -23,10 +23,10 @@ from pathlib import Path
 import nats.errors
 
 from events.subjects import DEFAULT_PREFIX, DEFAULT_STREAM
-from services.embedded import URL_FILE, EmbeddedNatsError, accepts, nats_server_binary
 from services.log.servers import connect
-from services.nats_roles import authorization_config, role_passwords, with_credentials
-from services.processes import terminate
+from services.runtime.embedded import URL_FILE, EmbeddedNatsError, accepts, nats_server_binary
+from services.runtime.nats_roles import authorization_config, role_passwords, with_credentials
+from services.runtime.processes import terminate
 
 log = logging.getLogger(__name__)
 CLUSTER_FILE = "cluster.json"

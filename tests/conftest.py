@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import Engine
 
 from events import Actor
-from services.db import make_engine
-from services.embedded import EmbeddedNats
 from services.log import ClaimLog, StreamSpec, connect
+from services.runtime.db import make_engine
+from services.runtime.embedded import EmbeddedNats
 from tests.databases import POSTGRES_URL, Templates, migrated_database, postgres_database
 from tests.shared_nats import SharedNats
 

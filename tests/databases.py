@@ -18,7 +18,7 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from services.db import make_engine, upgrade
+from services.runtime.db import make_engine, upgrade
 
 POSTGRES_URL = os.environ.get("CLAIMLOG_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 

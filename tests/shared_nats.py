@@ -26,8 +26,8 @@ from pathlib import Path
 import nats
 from nats.js.errors import NotFoundError
 
-from services.embedded import EmbeddedNatsError, nats_server_binary
-from services.processes import terminate
+from services.runtime.embedded import EmbeddedNatsError, nats_server_binary
+from services.runtime.processes import terminate
 
 ACCOUNTS = 32
 

@@ -21,10 +21,10 @@ from projections.checksum import table_checksums
 from projections.registry import build_projections
 from projections.tables import checkpoints
 from services.audit.verify import Finding, Report
-from services.db import make_engine, upgrade
 from services.log import ClaimLog, Delivery, DurableConsumer
 from services.projector.runner import Runner
 from services.projector.writer import CheckpointedWriter
+from services.runtime.db import make_engine, upgrade
 
 ATTEMPTS = 5
 RETRY_PAUSE = 0.2  # seconds between reads of a moving projector's tables

@@ -18,8 +18,8 @@ from rich.progress import (
 from services.ingest.page_batches import import_pages
 from services.ingest.page_format import PageFormatError
 from services.ingest.pages import PageOutcome, read_page
-from services.runtime import open_log
-from services.settings import Settings
+from services.runtime.compose import open_log
+from services.runtime.settings import Settings
 
 
 async def ingest_files(settings: Settings, files: list[Path], console: Console) -> int:

@@ -67,7 +67,7 @@ async def connect(
 
 def inbox_prefix(user: str | None) -> str:
     """The prefix of a NATS user's reply subjects (``_INBOX.<user>``): each role's replies under a prefix of
-    its own, which the server lets only that role subscribe to (services/nats_roles.py). Without a user
+    its own, which the server lets only that role subscribe to (services/runtime/nats_roles.py). Without a user
     name fit for a subject, nats-py's default."""
     if user is not None and _SUBJECT_TOKEN.fullmatch(user):
         return f"{INBOX_ROOT}.{user}"

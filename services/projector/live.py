@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from sqlalchemy import Engine
 
 from projections.base import Projection
-from services.generations import Generations
 from services.log import ClaimLog
 from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
+from services.rebuild.generations import Generations
 
 log = logging.getLogger(__name__)
 

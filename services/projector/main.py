@@ -12,15 +12,15 @@ from nats.aio.client import Client
 from sqlalchemy import Engine
 
 from projections.registry import build_projections
-from services.db import make_engine, require_current
-from services.generations import Generations
 from services.log import ClaimLog, LogError
 from services.log.servers import ErrorLog, connect, inbox_prefix, split_credentials
 from services.projector.live import Projector
 from services.projector.shares import Shares, level
-from services.replay import rebuild_if_stale
-from services.runtime import nats_server, ready, stream_spec
-from services.settings import Settings
+from services.rebuild.generations import Generations
+from services.rebuild.replay import rebuild_if_stale
+from services.runtime.compose import nats_server, ready, stream_spec
+from services.runtime.db import make_engine, require_current
+from services.runtime.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -30,14 +30,14 @@ from sqlalchemy import Engine, select
 
 from projections.registry import build_projections
 from projections.tables import checkpoints
-from services.generations import Generations
 from services.log import ClaimLog
 from services.log.servers import connect
 from services.projector.live import Projector
 from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
-from services.runtime import run, stream_spec
-from services.settings import Settings
+from services.rebuild.generations import Generations
+from services.runtime.compose import run, stream_spec
+from services.runtime.settings import Settings
 
 log = logging.getLogger(__name__)
 STOP_SECONDS = 30.0  # how long a share may take to finish its batch and stop before it is killed

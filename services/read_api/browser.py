@@ -19,7 +19,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.responses import HTMLResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from services.settings import Settings
+from services.runtime.settings import Settings
 
 FIXED = {
     "default-src": "'self'",

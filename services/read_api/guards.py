@@ -21,7 +21,7 @@ from services.commands.rate_limit import RateLimiter
 from services.read_api.health import router as health_router
 from services.read_api.metrics import CommandMetrics, CommandTimer
 from services.read_api.metrics import router as metrics_router
-from services.settings import Settings
+from services.runtime.settings import Settings
 
 WITHOUT_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 # A JSON string (escapes included) or one bracket: brackets inside strings do not nest anything.

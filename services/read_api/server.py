@@ -11,12 +11,12 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
-from services.generations import Generations
 from services.read_api.app import attach_log, create_app
 from services.read_api.browser import Cors
 from services.read_api.guards import Guards
-from services.runtime import open_log
-from services.settings import Settings
+from services.rebuild.generations import Generations
+from services.runtime.compose import open_log
+from services.runtime.settings import Settings
 
 log = logging.getLogger(__name__)
 FOLLOW_EVERY = 0.5  # seconds between looks at which read-model generation is active

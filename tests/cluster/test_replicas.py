@@ -11,8 +11,8 @@ from services.local_cluster import LocalCluster
 from services.log import ClaimLog, LogConfigError, StreamSpec, connect
 from services.projector.leases import BUCKET as LEASES
 from services.projector.leases import Leases
-from services.runtime import ensure_log, open_log
-from services.settings import Settings
+from services.runtime.compose import ensure_log, open_log
+from services.runtime.settings import Settings
 
 pytestmark = pytest.mark.cluster
 

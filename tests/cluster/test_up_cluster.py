@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from services.embedded import running_url
 from services.log import connect
+from services.runtime.embedded import running_url
 from tests.e2e.test_up import alive, free_port, wait_for_page
 
 pytestmark = pytest.mark.cluster

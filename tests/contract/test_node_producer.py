@@ -20,12 +20,12 @@ from sqlalchemy import Engine, func, select
 from events import Actor
 from projections.registry import build_projections
 from projections.tables import unreadable_events
-from services.db import make_engine, upgrade
-from services.embedded import nats_server_binary
 from services.log import ClaimLog, StoredEvent, StreamSpec, connect, event_hash
-from services.processes import terminate
 from services.projector import Projector
 from services.read_api.queries import claim_page
+from services.runtime.db import make_engine, upgrade
+from services.runtime.embedded import nats_server_binary
+from services.runtime.processes import terminate
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_PRODUCER = ROOT / "examples" / "node-producer"

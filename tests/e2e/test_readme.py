@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import typer
 
-from services.settings import Settings
+from services.runtime.settings import Settings
 from tests.e2e.test_up import free_port, wait_for_page
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from services.embedded import EmbeddedNats
 from services.log import ClaimLog, StreamSpec, connect
+from services.runtime.embedded import EmbeddedNats
 from tests.conftest import POSTGRES_URL, _postgres_database
 from tests.faults.harness import CleanReplay, migrated, publish_workload
 

@@ -20,11 +20,11 @@ from events.subjects import event_subject
 from projections.checksum import table_checksums
 from projections.registry import build_projections
 from projections.tables import checkpoints
-from services.db import make_engine, upgrade
 from services.log import ClaimLog, StreamSpec, connect
 from services.log.chain import chain
 from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
+from services.runtime.db import make_engine, upgrade
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERLEAVE = 1000  # claims whose events are interleaved in the log, as pipelines and people interleave them

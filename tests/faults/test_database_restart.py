@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.embedded import EmbeddedNats
 from services.log import ClaimLog, StreamSpec, connect
+from services.runtime.embedded import EmbeddedNats
 from tests.faults.harness import (
     CleanReplay,
     checkpoint,

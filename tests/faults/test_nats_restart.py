@@ -19,7 +19,6 @@ import pytest
 
 from bench.workload import claim_events
 from services.audit.verify import Report, check_log
-from services.embedded import EmbeddedNats
 from services.log import (
     ClaimLog,
     ConflictError,
@@ -30,6 +29,7 @@ from services.log import (
     append,
     connect,
 )
+from services.runtime.embedded import EmbeddedNats
 from tests.faults.conftest import sqlite_url
 from tests.faults.harness import CleanReplay, checksums, migrated, start_projector, stop, wait_for_checkpoint
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from services.db import make_engine
-from services.generations import Generations
 from services.log import ClaimLog
-from services.settings import Settings
+from services.rebuild.generations import Generations
+from services.runtime.db import make_engine
+from services.runtime.settings import Settings
 from tests.conftest import second_migrated_database
 from tests.databases import Templates
 from tests.integration.command_api import Api, running_api

@@ -10,11 +10,11 @@ from sqlalchemy import Engine
 
 from projections.checksum import table_checksums
 from projections.registry import build_projections
-from services.generations import Generations
 from services.log import ClaimLog
 from services.projector import Projector
-from services.replay import rebuild_generation
-from services.settings import Settings
+from services.rebuild.generations import Generations
+from services.rebuild.replay import rebuild_generation
+from services.runtime.settings import Settings
 from tests.integration.test_projector import append_history
 
 

@@ -22,10 +22,10 @@ from nats.js.errors import NotFoundError
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from services.cli_errors import explain
-from services.db import make_engine
+from services.cli.errors import explain
 from services.log import LogError, connect
 from services.log.servers import ErrorLog
+from services.runtime.db import make_engine
 
 RETRYING_SECONDS = 1.5  # several reconnect attempts, well within the quiet time between repeats
 SAMPLES = Path(__file__).resolve().parents[2] / "services" / "ingest" / "samples"

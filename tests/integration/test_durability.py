@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from services.embedded import EmbeddedNats, nats_server_binary
 from services.log import ClaimLog, StreamSpec, connect
 from services.log.durability import warn_if_server_not_synced
-from services.processes import terminate
+from services.runtime.embedded import EmbeddedNats, nats_server_binary
+from services.runtime.processes import terminate
 
 
 async def ensure(url: str, spec: StreamSpec) -> None:

@@ -14,12 +14,12 @@ from sqlalchemy import Engine
 
 from events.subjects import DEFAULT_LAYOUT, claim_of, event_subject
 from projections.checksum import table_checksums
-from services.db import make_engine, upgrade
-from services.embedded import EmbeddedNats
-from services.generations import Generations
 from services.log import ClaimLog, StoredEvent, StreamSpec, connect
-from services.replay import rebuild_generation
-from services.settings import Settings
+from services.rebuild.generations import Generations
+from services.rebuild.replay import rebuild_generation
+from services.runtime.db import make_engine, upgrade
+from services.runtime.embedded import EmbeddedNats
+from services.runtime.settings import Settings
 from tests.conftest import second_database
 from tests.integration.audit_log import claimlog, project, publish_raw, verify_json, write_claims
 

@@ -17,9 +17,9 @@ from sqlalchemy import Engine, select
 from events import UnknownEventError, decode, encode
 from projections.checksum import table_checksums
 from projections.tables import unreadable_events
-from services.embedded import EmbeddedNats
 from services.log import ClaimLog, StreamSpec, connect
 from services.read_api.queries import claim_page
+from services.runtime.embedded import EmbeddedNats
 from services.timeline.as_of import fold_page
 from tests.builders import history
 from tests.conftest import random_claim_id

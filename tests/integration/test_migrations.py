@@ -20,7 +20,7 @@ from projections.tables import (
     alembic_filters,
     metadata,
 )
-from services.db import DatabaseNotReadyError, alembic_config, make_engine, require_current, upgrade
+from services.runtime.db import DatabaseNotReadyError, alembic_config, make_engine, require_current, upgrade
 from tests.conftest import _postgres_database
 
 

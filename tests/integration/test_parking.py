@@ -19,14 +19,14 @@ from events.source import SourceWithdrawn
 from projections import claim_page as claim_page_fold
 from projections.checksum import table_checksums
 from projections.registry import build_projections
-from services.db import make_engine, upgrade
 from services.log import ClaimLog
 from services.projector import Projector
 from services.projector.parking import parked_count, parked_rows
 from services.projector.retry import retry_parked
 from services.read_api.queries import claim_page
-from services.replay_parallel import distribute
-from services.replay_worker import PipeFeed, clear_place, fold_partition
+from services.rebuild.parallel import distribute
+from services.rebuild.worker import PipeFeed, clear_place, fold_partition
+from services.runtime.db import make_engine, upgrade
 from tests.builders import attached, filed, history
 from tests.conftest import _postgres_database, random_claim_id
 from tests.integration.test_projector import append_history
@@ -110,7 +110,7 @@ async def test_a_poison_event_parks_its_claim_in_order_and_after_the_fix_retry_g
     await project(claim_log, replay_engine, batch=1000, name="replay")
     with replay_engine.connect() as conn:
         assert table_checksums(conn) == with_fault
-    with caplog.at_level(logging.WARNING, logger="services.replay_worker"):
+    with caplog.at_level(logging.WARNING, logger="services.rebuild.worker"):
         assert await _worker_fold(nats_url, claim_log, worker_url) == with_fault
     assert "folding its share again without write-behind" in caplog.text
 

@@ -15,15 +15,15 @@ from nats.js.api import KeyValueConfig
 from sqlalchemy import Engine
 
 from projections.registry import build_projections
-from services.db import make_engine, upgrade
-from services.embedded import EmbeddedNats, running_url
 from services.log import ClaimLog, LogConfigError, StreamSpec, connect
 from services.log.servers import redact
-from services.nats_roles import ACTORS_BUCKET, USERS_FILE, read_passwords
 from services.projector import Projector
 from services.read_api.queries import claim_page
-from services.runtime import open_log
-from services.settings import Settings
+from services.runtime.compose import open_log
+from services.runtime.db import make_engine, upgrade
+from services.runtime.embedded import EmbeddedNats, running_url
+from services.runtime.nats_roles import ACTORS_BUCKET, USERS_FILE, read_passwords
+from services.runtime.settings import Settings
 from tests.builders import drafted, history
 
 REFUSED = (nats.errors.TimeoutError, TimeoutError)

@@ -7,11 +7,11 @@ import pytest
 from nats.js.api import ConsumerConfig
 from sqlalchemy import Engine
 
-from services.generations import Generations
 from services.log import ClaimLog
 from services.log.consumer import FORGET_IDLE_SECONDS
-from services.replay import rebuild_generation
-from services.settings import Settings
+from services.rebuild.generations import Generations
+from services.rebuild.replay import rebuild_generation
+from services.runtime.settings import Settings
 from tests.conftest import random_claim_id
 from tests.integration.test_projector import append_history, project_all
 from tests.integration.test_replay import _UnusablePlaces

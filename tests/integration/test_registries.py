@@ -9,8 +9,8 @@ import pytest
 from events import Actor
 from events.subjects import LogLayout
 from services.actors import ActorStore, actors_bucket
-from services.embedded import EmbeddedNats
 from services.log import ClaimLog, PublishError, StreamSpec, connect
+from services.runtime.embedded import EmbeddedNats
 from tests.builders import attached, drafted
 from tests.conftest import random_claim_id
 

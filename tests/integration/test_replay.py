@@ -20,12 +20,12 @@ from events.subjects import DEFAULT_LAYOUT
 from projections.checksum import table_checksums
 from projections.registry import build_projections
 from projections.tables import checkpoints, claim_pages, unreadable_events
-from services.generations import Generations
 from services.log import ClaimLog
 from services.read_api.listing_sql import ClaimFilters, claim_listing
 from services.read_api.server import build_app
-from services.replay import rebuild_generation, rebuild_if_stale, stale_projections
-from services.settings import Settings
+from services.rebuild.generations import Generations
+from services.rebuild.replay import rebuild_generation, rebuild_if_stale, stale_projections
+from services.runtime.settings import Settings
 from tests.builders import attached, history, reviewed
 from tests.conftest import random_claim_id
 from tests.integration.live_projection import assert_equals_a_full_rebuild, live_projector, until

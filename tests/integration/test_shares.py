@@ -18,15 +18,15 @@ from projections.registry import build_projections
 from projections.tables import checkpoints, claim_pages
 from services.audit.rebuild import compare_read_models
 from services.audit.verify import Report
-from services.generations import Generations
 from services.log import ClaimLog
 from services.projector import Projector
 from services.projector.runner import claim_partition, to_entries
 from services.projector.shares import consumer_name, level
 from services.projector.writer import Refused
 from services.read_api.queries import positions
-from services.replay import rebuild_generation
-from services.settings import Settings
+from services.rebuild.generations import Generations
+from services.rebuild.replay import rebuild_generation
+from services.runtime.settings import Settings
 from tests.builders import attached, withdrawn
 from tests.conftest import random_claim_id
 from tests.integration.live_projection import assert_equals_a_full_rebuild, until

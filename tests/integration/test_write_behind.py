@@ -12,7 +12,7 @@ from projections.base import Record
 from projections.claim_pages import ClaimPagesProjection
 from projections.contributors import ContributorsProjection
 from projections.tables import claim_pages
-from services.db import make_engine, upgrade
+from services.runtime.db import make_engine, upgrade
 from tests.builders import PERSON, attached, history
 from tests.conftest import at, random_claim_id
 

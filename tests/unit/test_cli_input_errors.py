@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from events import Actor
 from services.cli import app
-from services.cli_errors import validation_problems
+from services.cli.errors import validation_problems
 
 
 def refused(*args: str) -> str:

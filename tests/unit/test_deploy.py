@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from services.embedded import nats_server_binary
 from services.log.servers import server_list
-from services.nats_roles import ROLES, authorization_config, password_variable
+from services.runtime.embedded import nats_server_binary
+from services.runtime.nats_roles import ROLES, authorization_config, password_variable
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 PASSWORDS = {password_variable(role): f"p{role}0secret" for role in ROLES}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from services.timeline_cli import _change, _status_line
+from services.cli.timeline import _change, _status_line
 
 
 def plain(renderable) -> str:

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from events.subjects import DEFAULT_PREFIX, DEFAULT_STREAM
-from services.nats_roles import authorization_config, read_passwords, role_passwords, with_credentials
-from services.processes import terminate
+from services.runtime.nats_roles import authorization_config, read_passwords, role_passwords, with_credentials
+from services.runtime.processes import terminate
 
 log = logging.getLogger(__name__)
 URL_FILE = "nats.json"

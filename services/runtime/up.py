@@ -13,16 +13,16 @@ from rich.markup import escape
 from rich.panel import Panel
 from sqlalchemy.engine import make_url
 
-from services.embedded import EmbeddedNats, EmbeddedNatsError, running_url
-from services.generations import Generations
 from services.ingest.cli import ingest_files
 from services.ingest.pages import sample_pages
 from services.local_cluster import LocalCluster, cluster_nodes
 from services.log.servers import redact
-from services.nats_roles import USERS_FILE
-from services.runtime import ensure_log, local_server, nats_replicas
-from services.settings import Settings
-from services.supervisor import Child, Supervisor, child_env, service_argv
+from services.rebuild.generations import Generations
+from services.runtime.compose import ensure_log, local_server, nats_replicas
+from services.runtime.embedded import EmbeddedNats, EmbeddedNatsError, running_url
+from services.runtime.nats_roles import USERS_FILE
+from services.runtime.settings import Settings
+from services.runtime.supervisor import Child, Supervisor, child_env, service_argv
 
 log = logging.getLogger(__name__)
 console = Console()

@@ -14,10 +14,10 @@ from rich.text import Text
 from sqlalchemy.exc import DBAPIError
 
 from events import EVENT_TYPES, ActorKind
-from services.db import DatabaseNotReadyError
 from services.ingest.page_format import caveats
-from services.runtime import open_log, run
-from services.settings import Settings
+from services.runtime.compose import open_log, run
+from services.runtime.db import DatabaseNotReadyError
+from services.runtime.settings import Settings
 from services.timeline.as_of import AsOf, BadAsOf, is_claim_id, page_json_as_of, parse_as_of
 from services.timeline.history import Entry, claim_history, select_entries
 
@@ -78,16 +78,16 @@ def history(
 def _claim_id(settings: Settings, key: str) -> str | None:
     if is_claim_id(key):
         return key
-    from services.generations import Generations
     from services.read_api.as_of_pages import claim_of_slug
+    from services.rebuild.generations import Generations
 
     with Generations(settings.resolved_database_url()).active()[1].connect() as conn:
         return claim_of_slug(conn, key)
 
 
 async def _page_json(settings: Settings, key: str, point: AsOf | None) -> bytes | None:
-    from services.generations import Generations
     from services.read_api.as_of_pages import shaped_page
+    from services.rebuild.generations import Generations
 
     claim_id = _claim_id(settings, key)
     if claim_id is None:

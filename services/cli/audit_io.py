@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from services.runtime import open_log, run
-from services.settings import Settings
+from services.runtime.compose import open_log, run
+from services.runtime.settings import Settings
 
 console = Console(stderr=True)
 
@@ -65,7 +65,7 @@ async def _verify(settings: Settings, report, *, tables: bool) -> None:
 
 def _live_engine(settings: Settings):
     """The engine of the read models the API serves (the active generation)."""
-    from services.generations import Generations
+    from services.rebuild.generations import Generations
 
     generations = Generations(settings.resolved_database_url())
     return generations, generations.active()[1]

@@ -1,6 +1,6 @@
 """A rebuild's worker process: it folds one share of the claims, as the reading process sends it.
 
-``services/replay_parallel.py`` starts the workers and feeds them; each runs ``partition_main``. The
+``services/rebuild/parallel.py`` starts the workers and feeds them; each runs ``partition_main``. The
 worker's projector is the live one, reading from the pipe (``_Fed``) instead of the log, into a
 place of its own with the write-behind projections. A poison event in its share makes it fold the
 share again from the log, writing through, where the projector parks the claim as the live one does.
@@ -19,12 +19,12 @@ from sqlalchemy import Engine
 
 from projections.registry import build_projections
 from projections.tables import CONTROL_TABLES, metadata
-from services.bulk_build import drop_secondary
 from services.log import ClaimLog, connect
 from services.log.reader import time_stored
 from services.projector.errors import CannotIsolateError
 from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
+from services.rebuild.bulk_build import drop_secondary
 
 log = logging.getLogger(__name__)
 REPLAY_BATCH = 5000  # events per transaction: a rebuild wants throughput, not the live path's latency
@@ -90,7 +90,7 @@ class _Fed:
 
 def partition_main(nats_url: str, spec, place: tuple[str, str | None], part: int, parts: int, head: int, name: str, counter, pipe: PipeEnd) -> None:
     """A worker process: fold share ``part`` of ``parts`` of the claims, through sequence ``head``, as sent on ``pipe``."""
-    from services.runtime import run
+    from services.runtime.compose import run
 
     feed = PipeFeed(pipe)
     try:
@@ -100,7 +100,7 @@ def partition_main(nats_url: str, spec, place: tuple[str, str | None], part: int
 
 
 async def fold_partition(nats_url: str, spec, place, part: int, parts: int, head: int, name: str, counter, feed: PipeFeed) -> None:
-    from services.db import make_engine
+    from services.runtime.db import make_engine
 
     url, schema = place
     engine = make_engine(url, schema=schema, scratch=True)  # merged into the generation, then deleted

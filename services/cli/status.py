@@ -10,8 +10,9 @@ from rich.console import Console
 from rich.table import Table
 
 from services.actors import BUCKET
+from services.cli.setup import setup
 from services.log.topology import nats_report
-from services.settings import Settings
+from services.runtime.settings import Settings
 
 out = Console()
 
@@ -23,10 +24,9 @@ def register(app: typer.Typer) -> None:
 
 def status(as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False) -> None:
     """Show the NATS nodes (reachable, which leads the log, copies current or lagging) and the projector's lag."""
-    from services.cli import _setup
-    from services.runtime import open_log, run
+    from services.runtime.compose import open_log, run
 
-    settings = _setup("WARNING")
+    settings = setup("WARNING")
 
     async def gather() -> dict[str, Any]:
         async with open_log(settings, client_name="claimlog-status", role="admin", create=False) as claim_log:
@@ -44,8 +44,8 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print the repor
 
 def _positions(settings: Settings, head: int) -> dict[str, dict[str, int]]:
     """Each projection's last applied sequence in the active generation, and how far it is behind ``head``."""
-    from services.generations import Generations
     from services.read_api.queries import positions
+    from services.rebuild.generations import Generations
 
     generations = Generations(settings.resolved_database_url())
     try:

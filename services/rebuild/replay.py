@@ -19,16 +19,16 @@ from sqlalchemy import Engine, select
 
 from projections.registry import build_projections
 from projections.tables import checkpoints
-from services.generations import Generations
 from services.log import ClaimLog, connect
 from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
-from services.replay_diff import Diff, compare
-from services.replay_parallel import Progress, build_in_parallel, reader_consumer, worker_consumer
-from services.replay_some import PartialRebuildDisagrees, chosen_projections, copy_others, parked_in
-from services.replay_worker import REPLAY_BATCH
-from services.runtime import nats_server, ready, stream_spec
-from services.settings import Settings
+from services.rebuild.diff import Diff, compare
+from services.rebuild.generations import Generations
+from services.rebuild.parallel import Progress, build_in_parallel, reader_consumer, worker_consumer
+from services.rebuild.some import PartialRebuildDisagrees, chosen_projections, copy_others, parked_in
+from services.rebuild.worker import REPLAY_BATCH
+from services.runtime.compose import nats_server, ready, stream_spec
+from services.runtime.settings import Settings
 
 log = logging.getLogger(__name__)
 PARALLEL_FROM = 100_000  # below this, starting worker processes costs more than it saves
@@ -89,7 +89,7 @@ async def rebuild_generation(
     per core, at most four), each applying the events of its share of the claims into a place of its
     own; their rows are then merged inside the database, and one projector catches up from there.
     With ``projections``, only those are folded from the first event, and the others' tables are
-    copied from the active generation (services/replay_some.py).
+    copied from the active generation (services/rebuild/some.py).
     """
     chosen = chosen_projections(projections) if projections is not None else build_projections()
     partial = len(chosen) < len(build_projections())

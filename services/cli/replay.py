@@ -17,14 +17,19 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from services.generations import Generations
-from services.replay import rebuild_generation
-from services.replay_diff import Diff
-from services.replay_some import chosen_projections
-from services.runtime import run
-from services.settings import Settings
+from services.rebuild.diff import Diff
+from services.rebuild.generations import Generations
+from services.rebuild.replay import rebuild_generation
+from services.rebuild.some import chosen_projections
+from services.runtime.compose import run
+from services.runtime.settings import Settings
 
 console = Console(stderr=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``replay`` to the ``claimlog`` command."""
+    app.command("replay")(replay)
 
 
 def replay(

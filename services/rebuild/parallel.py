@@ -4,7 +4,7 @@ A claim's page and its contributors' rows depend on that claim's events alone, s
 claims fold independently. ``build_in_parallel`` reads the log once (``distribute``) and sends each
 worker process its share of every batch down a pipe; each worker folds into a place of its own, so
 that no two processes contend for one SQLite file; the places are then merged into the generation.
-``services/replay.py`` decides when this pays and catches up from where it ends.
+``services/rebuild/replay.py`` decides when this pays and catches up from where it ends.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from multiprocessing.connection import Connection as PipeEnd
 
 from projections.registry import build_projections
 from projections.tables import checkpoints
-from services.bulk_build import drop_secondary, restore_secondary
-from services.generations import Generations
 from services.log import ClaimLog, Delivery
 from services.projector.runner import claim_partition
-from services.replay_worker import REPLAY_BATCH, partition_main
-from services.runtime import stream_spec
-from services.settings import Settings
+from services.rebuild.bulk_build import drop_secondary, restore_secondary
+from services.rebuild.generations import Generations
+from services.rebuild.worker import REPLAY_BATCH, partition_main
+from services.runtime.compose import stream_spec
+from services.runtime.settings import Settings
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]  # (applied through, head of the log)

@@ -11,17 +11,22 @@ from rich.table import Table
 
 from events import Actor, ActorKind
 from services.actors import ActorStore, ActorsUnavailable
-from services.cli_errors import validation_problems
+from services.cli.errors import validation_problems
+from services.cli.setup import setup
 
 actors_app = typer.Typer(help="Actors who may write, and their bearer tokens (stored hashed).", no_args_is_help=True)
 out = Console()
 
 
-def _run(work):
-    from services.cli import _setup
-    from services.runtime import open_log, run
+def register(app: typer.Typer) -> None:
+    """Add the ``actors`` group to the ``claimlog`` command."""
+    app.add_typer(actors_app, name="actors")
 
-    settings = _setup("WARNING")
+
+def _run(work):
+    from services.runtime.compose import open_log, run
+
+    settings = setup("WARNING")
 
     async def main():
         async with open_log(settings, client_name="claimlog-actors", role="admin") as log:

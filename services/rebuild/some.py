@@ -4,7 +4,7 @@
 rebuild only what needs it. Into the new generation, the other projections' tables are copied from
 the active one as they stand at one moment (one snapshot, so the rows and their checkpoint agree);
 the chosen projections are folded from the first event up to that checkpoint; then every projection
-catches up to the head together (services/replay.py).
+catches up to the head together (services/rebuild/replay.py).
 
 Parked events are the one thing projections share: a claim whose event any projection raised on is
 held back from all of them. When the chosen projections alone park other events than the active
@@ -20,8 +20,8 @@ from sqlalchemy import Engine, insert, select, text
 from projections.base import Projection
 from projections.registry import build_projections
 from projections.tables import checkpoints, claim_pages, parked_events
-from services.bulk_build import copy_attached, merge_postgresql, rebuild_sqlite_search
-from services.generations import Generations
+from services.rebuild.bulk_build import copy_attached, merge_postgresql, rebuild_sqlite_search
+from services.rebuild.generations import Generations
 
 Parked = set[tuple[int, str]]  # (sequence, claim) of each parked event
 

@@ -9,11 +9,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from services.actors import ActorsUnavailable
-from services.db import DatabaseNotReadyError
-from services.embedded import EmbeddedNatsError
-from services.generations import GenerationError
 from services.log import LogError
-from services.settings import Settings
+from services.rebuild.generations import GenerationError
+from services.runtime.db import DatabaseNotReadyError
+from services.runtime.embedded import EmbeddedNatsError
+from services.runtime.settings import Settings
 
 # Errors whose message already says what happened and what to do.
 EXPLAINED = (LogError, DatabaseNotReadyError, EmbeddedNatsError, GenerationError, ActorsUnavailable)

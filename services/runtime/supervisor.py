@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from services.processes import terminate
+from services.runtime.processes import terminate
 
 log = logging.getLogger(__name__)
 RESTART_BACKOFF = (0.5, 1, 2, 5, 10)

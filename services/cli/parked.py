@@ -8,14 +8,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from services.generations import Generations
 from services.projector.parking import parked_rows
 from services.projector.retry import retry_parked
-from services.runtime import open_log, run
-from services.settings import Settings
+from services.rebuild.generations import Generations
+from services.runtime.compose import open_log, run
+from services.runtime.settings import Settings
 
 parked_app = typer.Typer(help="Events held back behind a poison event.", invoke_without_command=True)
 console = Console(stderr=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``parked`` group to the ``claimlog`` command."""
+    app.add_typer(parked_app, name="parked")
 
 
 @parked_app.callback()

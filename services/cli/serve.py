@@ -1,0 +1,71 @@
+"""``claimlog up``, ``claimlog projector`` and ``claimlog api``: running the services."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from services.cli.setup import setup
+from services.runtime.compose import run, tune_gc
+from services.runtime.settings import Settings
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``up``, ``projector`` and ``api`` to the ``claimlog`` command."""
+    app.command("up")(up)
+    app.command("projector")(projector)
+    app.command("api")(api)
+
+
+def up(
+    sample: Annotated[bool, typer.Option(help="Also ingest the sample registry pages.")] = False,
+    host: Annotated[str | None, typer.Option(help="Read API host (default CLAIMLOG_API_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Read API port (default CLAIMLOG_API_PORT).")] = None,
+    cluster: Annotated[
+        int | None,
+        typer.Option(min=3, max=5, help="Run a JetStream cluster of this many nats-servers on loopback instead of one."),
+    ] = None,
+) -> None:
+    """Run everything: NATS (embedded unless CLAIMLOG_NATS_URL), migrations, projector and read API."""
+    from services.runtime.up import run_up
+
+    settings = setup()
+    host, port = host or settings.api_host, port or settings.api_port
+    raise typer.Exit(run_up(settings, sample=sample, host=host, port=port, cluster=cluster))
+
+
+def projector() -> None:
+    """Run the projector alone: fold the log into the read models until stopped."""
+    from services.projector.main import run_projector
+
+    run(run_projector(setup()))
+
+
+def api(
+    host: Annotated[str | None, typer.Option(help="Host to bind (default CLAIMLOG_API_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to bind (default CLAIMLOG_API_PORT).")] = None,
+    read_only: Annotated[bool, typer.Option(help="Serve reads only: no commands, no NATS connection.")] = False,
+) -> None:
+    """Run the HTTP API alone: reads, and commands (which connect to NATS as the writer)."""
+    import uvicorn
+
+    from services.read_api.server import build_app
+    from services.rebuild.generations import Generations
+    from services.runtime.db import require_current
+
+    settings = setup()
+    generations = Generations(settings.resolved_database_url())
+    require_current(generations.home)
+    if settings.nats_url:  # a server that is down or refuses the credentials: one line now, not uvicorn's traceback later
+        run(_reach_nats(settings))
+    app = build_app(settings, generations, commands=not read_only)
+    tune_gc()  # uvicorn runs its own loop, not through services.runtime.compose.run: without it, long GC pauses
+    uvicorn.run(app, host=host or settings.api_host, port=port or settings.api_port, log_level="warning")
+
+
+async def _reach_nats(settings: Settings) -> None:
+    from services.log import connect
+
+    nc = await connect(settings.nats_url, name="claimlog-api-check", first_connect_seconds=settings.nats_connect_seconds)
+    await nc.close()
