@@ -14,11 +14,11 @@ import nats.errors
 
 from events.subjects import LogLayout
 from services.actors import actors_bucket
-from services.local_cluster import LocalCluster, cluster_nodes
 from services.log import ClaimLog, LogConfigError, StreamSpec, connect
 from services.log.durability import warn_if_server_not_synced
 from services.log.replication import ensure_bucket_replicas
 from services.projector.leases import BUCKET as LEASES_BUCKET
+from services.runtime.cluster import LocalCluster, cluster_nodes
 from services.runtime.embedded import EmbeddedNats, running_url
 from services.runtime.settings import Settings
 

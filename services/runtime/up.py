@@ -15,9 +15,9 @@ from sqlalchemy.engine import make_url
 
 from services.ingest.cli import ingest_files
 from services.ingest.pages import sample_pages
-from services.local_cluster import LocalCluster, cluster_nodes
 from services.log.servers import redact
 from services.rebuild.generations import Generations
+from services.runtime.cluster import LocalCluster, cluster_nodes
 from services.runtime.compose import ensure_log, local_server, nats_replicas
 from services.runtime.embedded import EmbeddedNats, EmbeddedNatsError, running_url
 from services.runtime.nats_roles import USERS_FILE

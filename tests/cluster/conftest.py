@@ -11,8 +11,8 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from services.actors import ActorStore
-from services.local_cluster import LocalCluster
 from services.log import ClaimLog, StreamSpec, connect
+from services.runtime.cluster import LocalCluster
 from services.runtime.db import make_engine, upgrade
 from tests.conftest import POSTGRES_URL
 

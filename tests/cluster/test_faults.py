@@ -14,10 +14,10 @@ from sqlalchemy import Engine
 
 from projections.registry import build_projections
 from services.actors import BUCKET
-from services.local_cluster import LocalCluster
 from services.log import ClaimLog
 from services.projector import Projector
 from services.rebuild.generations import Generations
+from services.runtime.cluster import LocalCluster
 from services.runtime.settings import Settings
 from tests.conftest import random_claim_id
 from tests.integration.command_api import Api, draft, running_api

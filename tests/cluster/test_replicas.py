@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from services.actors import BUCKET, ActorStore
-from services.local_cluster import LocalCluster
 from services.log import ClaimLog, LogConfigError, StreamSpec, connect
 from services.projector.leases import BUCKET as LEASES
 from services.projector.leases import Leases
+from services.runtime.cluster import LocalCluster
 from services.runtime.compose import ensure_log, open_log
 from services.runtime.settings import Settings
 

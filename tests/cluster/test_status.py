@@ -12,8 +12,8 @@ import sys
 import pytest
 from sqlalchemy import Engine
 
-from services.local_cluster import LocalCluster
 from services.log import ClaimLog
+from services.runtime.cluster import LocalCluster
 from tests.integration.guarded_api import guarded_api
 from tests.integration.test_health import append_drafts
 
