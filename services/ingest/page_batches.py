@@ -18,7 +18,7 @@ from events import Actor, new_event_id
 from events.envelope import utc_now
 from projections.base import Record
 from projections.claim_page import fold
-from services.ingest.importer import REGISTRY_MODEL, ImportContext, decide_import
+from services.ingest.importer import PAGE_IMPORTER, ImportContext, decide_import
 from services.ingest.page_format import RegistryPage
 from services.ingest.pages import CONFLICT_RETRIES, PageOutcome, import_page
 from services.log import ClaimLog
@@ -35,7 +35,7 @@ GROUP = 256  # pages read and decided together
 
 
 async def import_pages(
-    log: ClaimLog, pages: Sequence[RegistryPage], *, actor: Actor = REGISTRY_MODEL,
+    log: ClaimLog, pages: Sequence[RegistryPage], *, actor: Actor = PAGE_IMPORTER,
     clock: Callable[[], datetime] = utc_now, on_page: Callable[[], None] = lambda: None,
 ) -> list[PageOutcome]:
     """Append what the log lacks of every page; one outcome per page, in order."""
