@@ -29,8 +29,8 @@ from nats.js.api import AckPolicy, ConsumerConfig  # noqa: E402
 
 from bench.results import record  # noqa: E402
 from events.subjects import LogLayout  # noqa: E402
-from services.runtime.embedded import nats_server_binary  # noqa: E402
 from services.log import StreamSpec  # noqa: E402
+from services.runtime.embedded import nats_server_binary  # noqa: E402
 
 
 def server_cpu_seconds(pid: int) -> float:

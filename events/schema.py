@@ -14,7 +14,7 @@ def event_schemas() -> dict[str, dict[str, Any]]:
     """One JSON Schema per event type, plus ``AnyEvent`` (the discriminated union)."""
     schemas = {name: _with_type_required(cls.model_json_schema()) for name, cls in EVENT_TYPES.items()}
     union = TypeAdapter(AnyEvent).json_schema()
-    union["description"] = f"Any claimlog event, as stored on the subjects {ALL_EVENTS} (claims.<claim_id>.<type>)."
+    union["description"] = f"Any claimlog event, as published on claims.<claim_id>.<type> and stored on the subjects {ALL_EVENTS} (claims.<partition>.<claim_id>.<type>)."
     schemas["AnyEvent"] = union
     return schemas
 

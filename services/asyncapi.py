@@ -19,15 +19,18 @@ from events import EVENT_TYPES
 HEADERS = (
     "Every append sets the headers `Nats-Msg-Id` (the event id: a retry is stored once), "
     "`Nats-Expected-Last-Subject-Sequence` (the claim's last sequence, 0 for a new claim) and "
-    "`Nats-Expected-Last-Subject-Sequence-Subject: claims.<claim_id>.*` (so of two writers racing on "
-    "a claim, one is refused), and checks the acknowledgement. `prev_hash` is the SHA-256 of the "
+    "`Nats-Expected-Last-Subject-Sequence-Subject: claims.*.<claim_id>.*` (the claim in whichever "
+    "partition the stream stores it: of two writers racing on a claim, one is refused), and checks the acknowledgement. `prev_hash` is the SHA-256 of the "
     "claim's previous message as stored."
 )
 
 
 def contract_broker() -> NatsBroker:
     """A broker that is never connected: it only declares the subjects and their payloads."""
-    broker = NatsBroker(description="The claim log: one JetStream stream (CLAIMS) of immutable events.")
+    broker = NatsBroker(
+        description="The claim log: one JetStream stream (CLAIMS) of immutable events, each stored in its claim's "
+        "partition as claims.<partition>.<claim_id>.<Type> by the server (a producer never computes the partition)."
+    )
     for name, cls in EVENT_TYPES.items():
         broker.publisher(
             f"claims.{{claim_id}}.{name}",
