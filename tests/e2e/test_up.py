@@ -69,7 +69,8 @@ def test_up_serves_the_sample_pages_and_stops_everything_cleanly(tmp_path: Path,
     try:
         page = wait_for_page(f"http://127.0.0.1:{port}/claims/CLM-0338", process)
         assert page["capability"] == "Carrying a chain of inference through to its conclusion"
-        assert page["sources"][0]["brought"]["by"]["kind"] == "model"
+        assert page["sources"][0]["brought"]["by"]["kind"] == "service"  # imported: the page names no bringer
+        assert page["sources"][0]["imported_from"] == "CLM-0338.txt"
         assert len(page["related"]) == 5
         nats_pid = json.loads((tmp_path / ".claimlog" / "nats.json").read_text())["pid"]
         children = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True).stdout.split()
