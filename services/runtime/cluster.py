@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import socket
 import subprocess
 import time
@@ -24,8 +23,14 @@ import nats.errors
 
 from events.subjects import DEFAULT_PREFIX, DEFAULT_STREAM
 from services.log.servers import connect
-from services.runtime.embedded import URL_FILE, EmbeddedNatsError, accepts, nats_server_binary
-from services.runtime.nats_roles import authorization_config, role_passwords, with_credentials
+from services.runtime.embedded import (
+    URL_FILE,
+    EmbeddedNatsError,
+    accepts,
+    nats_server_binary,
+    write_server_config,
+)
+from services.runtime.nats_roles import role_passwords, with_credentials
 from services.runtime.processes import terminate
 
 log = logging.getLogger(__name__)
@@ -126,19 +131,13 @@ class LocalCluster:
         return next(node for node in self.nodes if node.name == name)
 
     def _write_config(self, node: Node) -> Path:
-        passwords = {role: json.dumps(password) for role, password in role_passwords(self.data_dir).items()}
         routes = "\n".join(f"    nats://127.0.0.1:{other.route_port}" for other in self.nodes)
-        config = node.home / "nats-server.conf"
-        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the passwords
-        with os.fdopen(fd, "w") as out:
-            out.write(
-                f'listen: "127.0.0.1:{node.port}"\nserver_name: "{node.name}"\n'
-                f"jetstream {{\n  store_dir: {json.dumps(str(node.home / 'jetstream'))}\n"
-                f"  sync_interval: {json.dumps(self.sync)}\n}}\n"
-                f'cluster {{\n  name: "{CLUSTER_NAME}"\n  listen: "127.0.0.1:{node.route_port}"\n  routes: [\n{routes}\n  ]\n}}\n'
-                + authorization_config(self.stream, passwords, prefix=self.prefix)
-            )
-        return config
+        return write_server_config(
+            node.home / "nats-server.conf", f'listen: "127.0.0.1:{node.port}"\nserver_name: "{node.name}"\n',
+            store_dir=node.home / "jetstream", sync=self.sync, data_dir=self.data_dir, stream=self.stream,
+            prefix=self.prefix,
+            tail=f'cluster {{\n  name: "{CLUSTER_NAME}"\n  listen: "127.0.0.1:{node.route_port}"\n  routes: [\n{routes}\n  ]\n}}\n',
+        )
 
     def _wait_for(self, node: Node, deadline: float) -> None:
         while time.monotonic() < deadline:

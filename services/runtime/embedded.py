@@ -21,6 +21,26 @@ log = logging.getLogger(__name__)
 URL_FILE = "nats.json"
 
 
+
+def write_server_config(
+    path: Path, head: str, *, store_dir: Path, sync: str, data_dir: Path, stream: str, prefix: str, tail: str = ""
+) -> Path:
+    """A nats-server configuration readable by its owner only (it holds the roles' passwords): ``head``
+    (listen address, name), JetStream in ``store_dir``, ``tail`` (a cluster block), then the roles."""
+    passwords = {role: json.dumps(password) for role, password in role_passwords(data_dir).items()}
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # also when the file was there before, with wider permissions
+    with os.fdopen(fd, "w") as out:
+        out.write(
+            head
+            + f"jetstream {{\n  store_dir: {json.dumps(str(store_dir))}\n"
+            # Quoted: unquoted, nats-server reads `2m` as the number 2,000,000 (seconds), not two minutes.
+            + f"  sync_interval: {json.dumps(sync)}\n}}\n"
+            + tail
+            + authorization_config(stream, passwords, prefix=prefix)
+        )
+    return path
+
 class EmbeddedNatsError(RuntimeError):
     """The embedded nats-server could not be started."""
 
@@ -95,21 +115,14 @@ class EmbeddedNats:
 
     def _write_config(self) -> Path:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        passwords = {role: json.dumps(password) for role, password in role_passwords(self.data_dir).items()}
-        config = self.data_dir / "nats-server.conf"
-        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the passwords
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(
-                f'listen: "127.0.0.1:{self.port}"\n'
-                f'server_name: "claimlog-embedded"\n'
-                f"ports_file_dir: {json.dumps(str(self.data_dir))}\n"
-                f"jetstream {{\n  store_dir: {json.dumps(str(self.data_dir / 'jetstream'))}\n"
-                # Quoted: unquoted, nats-server reads `2m` as the number 2,000,000 (seconds), not two minutes.
-                f"  sync_interval: {json.dumps(self.sync)}\n}}\n"
-                + authorization_config(self.stream, passwords, prefix=self.prefix)
-            )
-        return config
+        head = (
+            f'listen: "127.0.0.1:{self.port}"\nserver_name: "claimlog-embedded"\n'
+            f"ports_file_dir: {json.dumps(str(self.data_dir))}\n"
+        )
+        return write_server_config(
+            self.data_dir / "nats-server.conf", head, store_dir=self.data_dir / "jetstream", sync=self.sync,
+            data_dir=self.data_dir, stream=self.stream, prefix=self.prefix,
+        )
 
     def start(self, *, timeout: float = 20.0) -> str:
         """Start the server and wait until it accepts connections; returns the admin role's URL."""
