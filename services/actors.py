@@ -18,14 +18,14 @@ from datetime import datetime
 
 from nats.aio.client import Client
 from nats.js.api import KeyValueConfig, StorageType
-from nats.js.errors import APIError, BucketNotFoundError, KeyNotFoundError, NotFoundError
+from nats.js.errors import BucketNotFoundError, KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 from pydantic import BaseModel, ConfigDict
 
 from events import Actor
 from events.envelope import utc_now
 from events.subjects import DEFAULT_STREAM
-from services.log.replication import cannot_hold, ensure_bucket_replicas
+from services.log.replication import ensure_bucket_replicas, placed
 
 BUCKET = "claimlog_actors"  # the default stream's; another stream's registry has a bucket of its own
 TOKEN_PREFIX = "clm_"
@@ -56,10 +56,7 @@ async def _create_bucket(nc: Client, replicas: int, bucket: str) -> KeyValue:
         bucket=bucket, history=16, storage=StorageType.FILE, replicas=replicas, direct=True,
         description="claimlog actors and the hashes of their bearer tokens",
     )
-    try:
-        return await nc.jetstream().create_key_value(config)
-    except APIError as error:
-        raise cannot_hold(f"the token store (bucket {bucket})", replicas, error) from None
+    return await placed(lambda: nc.jetstream().create_key_value(config), what=f"the token store (bucket {bucket})", wanted=replicas)
 
 
 async def ensure_store_replicas(nc: Client, replicas: int, *, stream: str = DEFAULT_STREAM) -> None:

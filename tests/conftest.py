@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
+import sys
+import threading
+import traceback
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +34,34 @@ def random_claim_id() -> str:
 def at(minute: int = 0) -> datetime:
     """A fixed, readable point in time."""
     return datetime(2026, 11, 30, 12, minute, tzinfo=UTC)
+
+
+@pytest.fixture(scope="session", autouse=True)
+async def _loop_ends_clean() -> AsyncIterator[None]:
+    """At the end of the run, before the run's event loop closes: name what a test left running on it.
+
+    Closing the loop cancels the tasks left on it and waits for the threads of its default executor;
+    one that never ends would hang the run after its last test with no word of where it came from.
+    This says which tasks and threads were left, with their stacks, and gives them a bounded time.
+    """
+    yield
+    me = asyncio.current_task()
+    left = [task for task in asyncio.all_tasks() if task is not me and not task.done()]
+    for task in left:
+        task.cancel()
+    if left:
+        _done, stuck = await asyncio.wait(left, timeout=20)
+        for task in stuck:
+            print(f"\nclaimlog tests: a task left running ignores cancellation: {task!r}", file=sys.__stderr__)
+            task.print_stack(file=sys.__stderr__)
+    await asyncio.sleep(0)
+    frames = sys._current_frames()
+    for thread in threading.enumerate():
+        if thread.name.startswith("asyncio_") and thread.is_alive() and thread.ident in frames:
+            thread.join(timeout=20)
+            if thread.is_alive():
+                print(f"\nclaimlog tests: the event loop's thread {thread.name} is still busy:", file=sys.__stderr__)
+                traceback.print_stack(frames[thread.ident], file=sys.__stderr__)
 
 
 @pytest.fixture

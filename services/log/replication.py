@@ -8,7 +8,11 @@ stop the start with the reason, rather than leaving one copy where three were as
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from nats.aio.client import Client
 from nats.js.api import StreamInfo
@@ -18,6 +22,11 @@ from services.log.errors import LogConfigError
 
 log = logging.getLogger(__name__)
 SETTING = "CLAIMLOG_NATS_REPLICAS"
+# A cluster that has just started knows its peers before each has reported in: placing copies on them
+# fails with "peer offline" for a moment. Waiting this long for them is part of starting; a cluster too
+# small for the copies fails at once ("insufficient resources").
+PEERS_JOINING_SECONDS = 15.0
+T = TypeVar("T")
 
 
 def replicas_of(info: StreamInfo) -> int:
@@ -34,6 +43,24 @@ def cannot_hold(what: str, wanted: int, error: APIError) -> LogConfigError:
     )
 
 
+async def placed(make: Callable[[], Awaitable[T]], *, what: str, wanted: int, wait: float = PEERS_JOINING_SECONDS) -> T:
+    """``make()`` (a stream or bucket created or updated with ``wanted`` copies), tried again while the
+    cluster's peers are still joining; a ``LogConfigError`` when the servers cannot hold the copies."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return await make()
+        except APIError as error:
+            if not _peers_joining(error) or time.monotonic() >= deadline:
+                raise cannot_hold(what, wanted, error) from None
+            log.info("placing %s copies of %s: %s; trying again", wanted, what, error.description)
+            await asyncio.sleep(0.2)
+
+
+def _peers_joining(error: APIError) -> bool:
+    return "peer offline" in (error.description or "")
+
+
 async def ensure_replicas(nc: Client, info: StreamInfo, wanted: int, *, what: str, change: bool) -> StreamInfo:
     """``info``'s stream with at least ``wanted`` replicas: raised to them when ``change`` (the admin at
     start-up), else a ``LogConfigError`` saying how many it has and who can raise them."""
@@ -47,10 +74,7 @@ async def ensure_replicas(nc: Client, info: StreamInfo, wanted: int, *, what: st
         )
     log.warning("raising %s from %s to %s replicas (%s)", what, has, wanted, SETTING)
     info.config.num_replicas = wanted
-    try:
-        return await nc.jetstream().update_stream(info.config)
-    except APIError as error:
-        raise cannot_hold(what, wanted, error) from None
+    return await placed(lambda: nc.jetstream().update_stream(info.config), what=what, wanted=wanted)
 
 
 async def ensure_bucket_replicas(nc: Client, buckets: dict[str, str], wanted: int) -> None:

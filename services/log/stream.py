@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 from nats.aio.client import Client
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig, StreamInfo, SubjectTransform
-from nats.js.errors import APIError, NotFoundError
+from nats.js.errors import NotFoundError
 
 from events.subjects import DEFAULT_LAYOUT, LogLayout, read_transform
 from services.log.durability import warn_if_not_durable
 from services.log.errors import LogConfigError
-from services.log.replication import cannot_hold, ensure_replicas
+from services.log.replication import ensure_replicas, placed
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +67,7 @@ async def ensure_stream(nc: Client, spec: StreamSpec, *, create: bool = True) ->
                 "(or the deployment's `stream` job, as admin)"
             ) from None
         log.info("creating stream %s with %s replica(s)", spec.name, spec.replicas)
-        try:
-            info = await js.add_stream(spec.config())
-        except APIError as error:
-            raise cannot_hold(f"stream {spec.name}", spec.replicas, error) from None
+        info = await placed(lambda: js.add_stream(spec.config()), what=f"stream {spec.name}", wanted=spec.replicas)
         warn_if_not_durable(nc, info, sync=spec.server_sync)
         return info
     problems = alteration_risks(info.config, spec.layout)

@@ -51,8 +51,10 @@ def pg_engine(postgres_url: str) -> Iterator[Engine]:
 async def replicated_log(cluster: LocalCluster) -> AsyncIterator[ClaimLog]:
     """The log and the token store on the cluster, three copies of each."""
     nc = await connect(cluster.url_for("admin"))
-    claim_log = ClaimLog(nc, StreamSpec("CLAIMS", replicas=3))
-    await claim_log.ensure()
-    await ActorStore.open(nc, create=True, replicas=3)
-    yield claim_log
-    await nc.close()
+    try:
+        claim_log = ClaimLog(nc, StreamSpec("CLAIMS", replicas=3))
+        await claim_log.ensure()
+        await ActorStore.open(nc, create=True, replicas=3)
+        yield claim_log
+    finally:
+        await nc.close()
