@@ -14,8 +14,11 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from projections.registry import build_projections
 from services.actors import ActorStore
 from services.commands.http import router as command_router
+from services.commands.models import COMMAND_TYPES
+from services.commands.rate_limit import RateLimiter
 from services.commands.service import CommandService
 from services.log import ClaimLog
 from services.read_api.aggregates import router as aggregates_router
@@ -24,10 +27,13 @@ from services.read_api.contract import router as contract_router
 from services.read_api.contributors import router as contributors_router
 from services.read_api.docs import install_docs
 from services.read_api.feed import router as feed_router
-from services.read_api.guards import Guards, install_guards
+from services.read_api.guards import BodyLimits, Guards
+from services.read_api.health import router as health_router
 from services.read_api.history import router as history_router
 from services.read_api.live import LiveHub
 from services.read_api.live import router as live_router
+from services.read_api.metrics import CommandMetrics, CommandTimer
+from services.read_api.metrics import router as metrics_router
 from services.read_api.pages import router as pages_router
 from services.read_api.registry_text import router as text_router
 from services.read_api.routes import router
@@ -79,7 +85,9 @@ def create_app(
     limits = guards or Guards()
     app.state.live = LiveHub(max_streams=limits.live_streams, max_per_client=limits.live_streams_per_client)
     app.include_router(live_router)
-    install_guards(app, limits, commands=commands)
+    app.include_router(health_router)
+    app.include_router(metrics_router)
+    _install_limits(app, limits, commands=commands)
     install_browser_policy(app, cors or Cors())
     # Starlette's, not FastAPI's subclass: what FastAPI raises itself (a body it cannot parse, an unknown route) too.
     app.add_exception_handler(StarletteHTTPException, _error_body)
@@ -87,6 +95,20 @@ def create_app(
     app.add_exception_handler(OperationalError, _database_unavailable)
     app.add_exception_handler(NatsError, _log_unavailable)
     return app
+
+
+def _install_limits(app: FastAPI, guards: Guards, *, commands: bool) -> None:
+    """Give ``app`` its limits and, with commands, the per-actor rate limit and the request metrics
+    (outermost, so refused requests are counted too)."""
+    app.state.guards = guards
+    app.state.projection_names = [projection.name for projection in build_projections()]
+    app.state.checkpoint_samples = {}
+    app.add_middleware(BodyLimits, max_bytes=guards.max_body_bytes, max_depth=guards.max_json_depth)
+    if commands:
+        if guards.rate_limit_per_minute > 0:
+            app.state.rate_limiter = RateLimiter(per_minute=guards.rate_limit_per_minute, burst=guards.rate_limit_burst)
+        app.state.command_metrics = CommandMetrics(COMMAND_TYPES)
+        app.add_middleware(CommandTimer, metrics=app.state.command_metrics)
 
 
 def attach_log(app: FastAPI, claim_log: ClaimLog) -> None:

@@ -12,15 +12,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from projections.registry import build_projections
-from services.commands.models import COMMAND_TYPES
-from services.commands.rate_limit import RateLimiter
-from services.read_api.health import router as health_router
-from services.read_api.metrics import CommandMetrics, CommandTimer
-from services.read_api.metrics import router as metrics_router
 from services.runtime.settings import Settings
 
 WITHOUT_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
@@ -137,19 +130,3 @@ async def _answer(send: Send, status: int, body: dict) -> None:
         headers.append((b"connection", b"close"))  # the unread rest of the body is not worth reading
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
-
-
-def install_guards(app: FastAPI, guards: Guards, *, commands: bool) -> None:
-    """Give ``app`` its limits, health and metrics routes, and, with commands, the per-actor rate limit
-    and the request metrics (outermost, so refused requests are counted too)."""
-    app.state.guards = guards
-    app.state.projection_names = [projection.name for projection in build_projections()]
-    app.state.checkpoint_samples = {}
-    app.include_router(health_router)
-    app.include_router(metrics_router)
-    app.add_middleware(BodyLimits, max_bytes=guards.max_body_bytes, max_depth=guards.max_json_depth)
-    if commands:
-        if guards.rate_limit_per_minute > 0:
-            app.state.rate_limiter = RateLimiter(per_minute=guards.rate_limit_per_minute, burst=guards.rate_limit_burst)
-        app.state.command_metrics = CommandMetrics(COMMAND_TYPES)
-        app.add_middleware(CommandTimer, metrics=app.state.command_metrics)
