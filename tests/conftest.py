@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import random
 import sys
 import threading
@@ -37,7 +38,7 @@ def at(minute: int = 0) -> datetime:
 
 
 @pytest.fixture(scope="session", autouse=True)
-async def _loop_ends_clean() -> AsyncIterator[None]:
+async def _loop_ends_clean(pytestconfig: pytest.Config) -> AsyncIterator[None]:
     """At the end of the run, before the run's event loop closes: name what a test left running on it.
 
     Closing the loop cancels the tasks left on it and waits for the threads of its default executor;
@@ -45,23 +46,38 @@ async def _loop_ends_clean() -> AsyncIterator[None]:
     This says which tasks and threads were left, with their stacks, and gives them a bounded time.
     """
     yield
+    terminal = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+
+    def say(text: str) -> None:
+        if terminal is not None:
+            terminal.write_line(text)
+
     me = asyncio.current_task()
     left = [task for task in asyncio.all_tasks() if task is not me and not task.done()]
     for task in left:
+        say(f"claimlog tests: a task was left running on the run's event loop: {task!r}")
         task.cancel()
     if left:
         _done, stuck = await asyncio.wait(left, timeout=20)
         for task in stuck:
-            print(f"\nclaimlog tests: a task left running ignores cancellation: {task!r}", file=sys.__stderr__)
-            task.print_stack(file=sys.__stderr__)
-    await asyncio.sleep(0)
-    frames = sys._current_frames()
+            stack = io.StringIO()
+            task.print_stack(file=stack)
+            say(f"claimlog tests: it ignores cancellation: {task!r}\n{stack.getvalue()}")
     for thread in threading.enumerate():
-        if thread.name.startswith("asyncio_") and thread.is_alive() and thread.ident in frames:
-            thread.join(timeout=20)
-            if thread.is_alive():
-                print(f"\nclaimlog tests: the event loop's thread {thread.name} is still busy:", file=sys.__stderr__)
-                traceback.print_stack(frames[thread.ident], file=sys.__stderr__)
+        if thread.name.startswith("asyncio_") and _busy(thread):
+            for _ in range(200):  # a call that ends within 20 s is fine
+                if not _busy(thread):
+                    break
+                await asyncio.sleep(0.1)
+            else:
+                frame = sys._current_frames()[thread.ident]
+                say(f"claimlog tests: the event loop's thread {thread.name} is still busy:\n" + "".join(traceback.format_stack(frame)))
+
+
+def _busy(thread: threading.Thread) -> bool:
+    """Whether an executor's thread is running a call (an idle one waits in its ``_worker`` loop)."""
+    frame = sys._current_frames().get(thread.ident)
+    return thread.is_alive() and frame is not None and frame.f_code.co_name != "_worker"
 
 
 @pytest.fixture
