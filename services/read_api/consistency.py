@@ -1,33 +1,124 @@
-"""Read your writes: a read that names a log sequence waits (boundedly) until the projections have applied it.
+"""Read your writes: a read that names a log sequence waits (boundedly) until what it shows has applied it.
 
 A write answers with the sequence of its events; a read with ``?after=SEQ`` (or the header
-``Claimlog-After: SEQ``) is answered once every projection has applied that sequence, or, after at
-most the app's ``read_wait`` seconds, with 503 ``not_yet_visible`` saying how far they have got.
-A sequence past the head of the log was given to no write, so waiting cannot make it visible: it is
-answered at once with 422 ``beyond_log_head``.
+``Claimlog-After: SEQ``) is answered once every event at or below SEQ that the read depends on is
+applied, or, after at most the app's ``read_wait`` seconds, with 503 ``not_yet_visible`` saying how
+far the projections have got. A sequence past the head of the log was given to no write, so waiting
+cannot make it visible: it is answered at once with 422 ``beyond_log_head``.
+
+On a partitioned log each partition has its own checkpoint, moved by whichever worker folds it. A
+claim's page depends on its own partition only, so ``/claims/<id>`` (and its text, counts and HTML
+page) waits for that partition; a listing, the scorecard or a contributor depends on every partition
+and waits for all of them. A partition whose checkpoint is below SEQ is still past it when it holds
+no event between its checkpoint and SEQ: the log is asked for the partition's first event after the
+checkpoint (one direct get, ``lag.next_in_partition``), so an idle partition never blocks and one slow
+partition never holds back the pages of claims in the others. What is learnt is kept per partition
+(``Visibility``), and the log is asked again only once that partition's checkpoint has passed the
+event it was waiting for.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import FastAPI, Header, HTTPException, Query, Request
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Connection, Engine, func, select
 from starlette.datastructures import State
 
-from projections.tables import checkpoints
-from services.read_api.lag import log_head
+from events.envelope import CLAIM_ID_PATTERN
+from events.subjects import LogLayout
+from projections.tables import checkpoints, claim_pages
+from services.read_api.lag import log_head, next_in_partition
 from services.read_api.sequences import Seq
 
 POLL = (0.002, 0.005, 0.01, 0.02, 0.05)
+_CLAIM_ID = re.compile(CLAIM_ID_PATTERN)
 
 
-def applied(engine: Engine) -> int:
-    """How far every projection has applied the log: the lowest checkpoint (0 before any)."""
+@dataclass(frozen=True)
+class Checkpoints:
+    """The projections' positions as the checkpoints table has them: ``whole`` for checkpoints that each
+    move over the whole log (one projector, or the shares of one), else ``partitions`` (partition ->
+    lowest checkpoint of its projections; a partition without rows is at 0)."""
+
+    whole: int | None
+    partitions: dict[int, int] = field(default_factory=dict)
+
+    def of(self, partition: int) -> int:
+        """Every event of ``partition`` at or below this sequence is applied."""
+        return self.whole if self.whole is not None else self.partitions.get(partition, 0)
+
+    def lowest(self, count: int) -> int:
+        """The lowest checkpoint of ``count`` partitions."""
+        return self.whole if self.whole is not None else min(self.of(k) for k in range(max(count, 1)))
+
+
+def read_checkpoints(conn: Connection, layout: LogLayout | None) -> Checkpoints:
+    """The checkpoints, per partition when they were written by the log's partitions' runners."""
+    rows = conn.execute(
+        select(checkpoints.c.share, checkpoints.c.shares, func.min(checkpoints.c.last_seq)).group_by(checkpoints.c.share, checkpoints.c.shares)
+    ).all()
+    if layout is not None and layout.partitioned and rows and all(shares == layout.partitions for _, shares, _ in rows):
+        return Checkpoints(None, {share: seq for share, _, seq in rows})
+    return Checkpoints(min((seq for _, _, seq in rows), default=0))
+
+
+def applied(engine: Engine, layout: LogLayout | None = None) -> int:
+    """How far every projection has applied the whole log: the lowest checkpoint (0 before any)."""
     with engine.connect() as conn:
-        return conn.execute(select(func.min(checkpoints.c.last_seq))).scalar() or 0
+        return read_checkpoints(conn, layout).lowest(layout.partitions if layout is not None else 1)
+
+
+@dataclass
+class Visibility:
+    """What this API process knows of each partition, for one read-model generation (``engine``).
+
+    ``known[k]``: every event of partition k at or below it is applied (its checkpoint, or one below
+    the first event after the checkpoint, as the log said). ``waiting[k]``: that first unapplied event,
+    so the log is asked again only once the checkpoint passes it."""
+
+    engine: Engine
+    known: dict[int, int] = field(default_factory=dict)
+    waiting: dict[int, int] = field(default_factory=dict)
+
+    def behind(self, partitions: Iterable[int], target: int) -> list[int]:
+        return [k for k in partitions if self.known.get(k, 0) < target]
+
+    def checkpointed(self, found: Checkpoints, partitions: Iterable[int]) -> None:
+        for k in partitions:
+            self.known[k] = max(self.known.get(k, 0), found.of(k))
+
+
+def visibility(state: State) -> Visibility:
+    """The app's ``Visibility`` of the engine it serves now (a new one after a generation switch)."""
+    current: Visibility | None = getattr(state, "visibility", None)
+    if current is None or current.engine is not state.engine:
+        current = state.visibility = Visibility(state.engine)
+    return current
+
+
+def _layout(app: FastAPI) -> LogLayout | None:
+    claim_log = getattr(app.state, "claim_log", None)
+    return claim_log.layout if claim_log is not None else None
+
+
+def read_partitions(request: Request, layout: LogLayout | None) -> list[int]:
+    """The partitions a read depends on: its claim's, for a read of one claim; every one otherwise."""
+    every = list(range(layout.partitions)) if layout is not None and layout.partitioned else [0]
+    key = request.path_params.get("claim_key") or request.path_params.get("claim_id")
+    if key is None or layout is None or not layout.partitioned:
+        return every
+    if not _CLAIM_ID.match(key):
+        with request.app.state.engine.connect() as conn:  # a slug: its claim, once projected
+            key = conn.execute(select(claim_pages.c.claim_id).where(claim_pages.c.slug == key)).scalar()
+        if key is None:
+            return every
+    return [layout.partition_of(key)]
 
 
 async def visible_after(
@@ -35,38 +126,75 @@ async def visible_after(
     after: Annotated[Seq | None, Query(description="Answer once the log's sequence SEQ is applied (read your writes).")] = None,
     claimlog_after: Annotated[Seq | None, Header(description="The same as ?after=, as a header.")] = None,
 ) -> int | None:
-    """Wait until the sequence the request names is applied; returns it (None when it names none)."""
+    """Wait until the sequence the request names is applied where the read looks; returns it (None when it names none)."""
     target = max(after or 0, claimlog_after or 0)
     if not target:
         return None
-    state = request.app.state
+    app, state = request.app, request.app.state
     if state.applied >= target:
         return target
+    layout = _layout(app)
+    parts = read_partitions(request, layout)
+    seen = visibility(state)
+    if not seen.behind(parts, target):
+        return target
     deadline = time.monotonic() + state.read_wait
-    # A primary-key read of a tiny table: cheaper on the loop than a hop to a worker thread.
-    state.applied = max(state.applied, applied(state.engine))
-    if state.applied < target:
+    # Primary-key reads of a tiny table: cheaper on the loop than a hop to a worker thread.
+    _refresh(state, seen, layout, parts)
+    if seen.behind(parts, target):
         named = "after" if (after or 0) >= (claimlog_after or 0) else "Claimlog-After"
-        await refuse_beyond_head(request.app, target, named=named)
-        await _wait_until_applied(state, target, deadline)
+        await refuse_beyond_head(app, target, named=named)
+        await _wait_until_applied(app, seen, layout, parts, target, deadline)
     return target
 
 
-async def _wait_until_applied(state: State, target: int, deadline: float) -> None:
-    """Poll the checkpoints, more slowly as it goes on, until ``target`` is applied; 503 at ``deadline``."""
+def _refresh(state: State, seen: Visibility, layout: LogLayout | None, parts: list[int]) -> None:
+    with seen.engine.connect() as conn:
+        found = read_checkpoints(conn, layout)
+    seen.checkpointed(found, parts)
+    count = layout.partitions if layout is not None and layout.partitioned else 1
+    state.applied = max(state.applied, found.lowest(count), min(seen.known.get(k, 0) for k in range(count)))
+
+
+async def _ask_log(app: FastAPI, seen: Visibility, layout: LogLayout | None, parts: list[int], target: int) -> None:
+    """For each partition still behind ``target`` whose checkpoint passed what it waited for: its first
+    event after the checkpoint, from the log. None at or below ``target``: the partition is past it."""
+    if layout is None or not layout.partitioned:
+        return  # one checkpoint over the whole log, whose sequences have no gaps: it must reach target
+    ask = [k for k in seen.behind(parts, target) if seen.known.get(k, 0) >= seen.waiting.get(k, 0)]
+    if not ask:
+        return
+    firsts = await asyncio.gather(*(next_in_partition(app, k, seen.known.get(k, 0)) for k in ask), return_exceptions=True)
+    for k, first in zip(ask, firsts, strict=True):
+        if isinstance(first, BaseException):
+            continue  # the log cannot be read now: wait for the checkpoint
+        if first is None:
+            # Nothing after the checkpoint in the whole log: past every sequence up to the head.
+            seen.known[k] = max(seen.known.get(k, 0), min(target, app.state.log_head))
+        else:
+            seen.known[k], seen.waiting[k] = max(seen.known.get(k, 0), first - 1), first
+
+
+async def _wait_until_applied(app: FastAPI, seen: Visibility, layout: LogLayout | None, parts: list[int], target: int, deadline: float) -> None:
+    """Poll the checkpoints, more slowly as it goes on, until ``target`` is applied in ``parts``; 503 at ``deadline``."""
+    state = app.state
+    await _ask_log(app, seen, layout, parts, target)
     for attempt in range(1_000_000):
+        if not seen.behind(parts, target):
+            return
         left = deadline - time.monotonic()
         if left <= 0:
             break
         await asyncio.sleep(min(POLL[min(attempt, len(POLL) - 1)], left))
-        state.applied = max(state.applied, applied(state.engine))
-        if state.applied >= target:
-            return
+        _refresh(state, seen, layout, parts)
+        await _ask_log(app, seen, layout, parts, target)
+    lowest = min(seen.known.get(k, 0) for k in parts)
+    where = "" if len(parts) != 1 or layout is None or not layout.partitioned else f" in partition {parts[0]}"
     raise HTTPException(
         503,
         detail={
             "error": "not_yet_visible",
-            "message": f"the read models have applied the log up to {state.applied}, not yet {target}, "
+            "message": f"the read models have applied the log{where} up to {lowest}, not yet {target}, "
             f"after waiting {state.read_wait:g}s; retry",
         },
         headers={"Retry-After": "1"},

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fastapi import FastAPI
+from nats.js.errors import NotFoundError
 from sqlalchemy import Connection, func, inspect, select, table
 
 from projections.tables import unreadable_events
@@ -51,6 +52,21 @@ async def log_head(app: FastAPI) -> Head:
         return Head(await asyncio.wait_for(claim_log.head(), HEAD_TIMEOUT))
     except Exception as error:  # noqa: BLE001 - an unreachable log is reported, not raised
         return Head(None, f"reading the head of the log failed ({type(error).__name__})")
+
+
+async def next_in_partition(app: FastAPI, partition: int, after_seq: int) -> int | None:
+    """The sequence of the first event of ``partition`` after ``after_seq`` (None: there is none yet).
+
+    Asked of the stream's leader (not a direct get, which any copy may answer from behind): a copy
+    that has not yet stored an event would make the partition look past it. Raises when the log
+    cannot be read."""
+    claim_log: ClaimLog = app.state.claim_log
+    subject = claim_log.layout.partition_filter(partition)
+    try:
+        found = await asyncio.wait_for(claim_log.nc.jetstream().get_msg(claim_log.stream, seq=after_seq + 1, subject=subject, next=True), HEAD_TIMEOUT)
+    except NotFoundError:
+        return None
+    return found.seq
 
 
 async def waiting_since(app: FastAPI, after_seq: int) -> datetime | None:
