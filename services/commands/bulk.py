@@ -103,15 +103,18 @@ class BulkIngest:
         return self._ahead.popleft() if self._ahead else None
 
     async def _take(self, item: Parsed | Line) -> None:
-        slot = await self._claims.get(item.command.claim_id)
+        claim_id = item.command.claim_id
+        slot = self._claims.peek(claim_id) or await self._claims.get(claim_id)
         line = item if isinstance(item, Line) else with_event_id(item, self._actor, slot.copies)
         others = referenced_claims(line.command)
-        if others and await self._waits_for(others) and await self._flush():
-            heapq.heappush(self._redo, (line.number, line))  # a batch was refused: earlier lines go first
-            return
+        existing: frozenset[str] = frozenset()
         if others:
-            slot = await self._claims.get(line.command.claim_id)  # held still, unless reading the others evicted it
-        outcome = await self._decide(line, slot, others)
+            if await self._waits_for(others) and await self._flush():
+                heapq.heappush(self._redo, (line.number, line))  # a batch was refused: earlier lines go first
+                return
+            existing = frozenset([o for o in others if (await self._claims.get(o)).acked_seq > 0])
+            slot = await self._claims.get(claim_id)  # held still, unless reading the others evicted it
+        outcome = self._decide(line, slot, existing)
         self._open.lines.append((line, outcome))
         if isinstance(outcome, Event):
             self._add(slot, outcome)
@@ -121,11 +124,10 @@ class BulkIngest:
     async def _waits_for(self, claim_ids: set[str]) -> bool:
         return any([(await self._claims.get(claim_id)).unacked for claim_id in claim_ids])
 
-    async def _decide(self, line: Line, slot: ClaimSlot, others: set[str]) -> Event | str | LineError:
+    def _decide(self, line: Line, slot: ClaimSlot, existing: frozenset[str]) -> Event | str | LineError:
         try:
             if already_done(line.command, slot.state, line.event_id) is not None:
                 return PRESENT
-            existing = frozenset([o for o in others if (await self._claims.get(o)).acked_seq > 0])
             ctx = Context(self._actor, line.event_id, self._clock(), existing_claims=existing, prev_hash=slot.state.head_hash)
             [event] = decide(line.command, slot.state, ctx)  # every command produces one event
         except Rejected as rejected:

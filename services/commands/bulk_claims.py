@@ -38,6 +38,14 @@ class ClaimCache:
         self._log, self._capacity = log, capacity
         self._slots: OrderedDict[str, ClaimSlot] = OrderedDict()
 
+    def peek(self, claim_id: str) -> ClaimSlot | None:
+        """The claim's slot if it is held and usable as it is (no read needed), else None."""
+        slot = self._slots.get(claim_id)
+        if slot is None or slot.stale:
+            return None
+        self._slots.move_to_end(claim_id)
+        return slot
+
     async def get(self, claim_id: str) -> ClaimSlot:
         """The claim's slot, read from the log when it is not held."""
         slot = self._slots.get(claim_id)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from nats.aio.client import Client
@@ -21,7 +21,7 @@ from nats.js.errors import NotFoundError
 
 from events import Event
 from events.subjects import DEFAULT_LAYOUT, LogLayout
-from services.log.connection import encode_headers, subscribe_plain
+from services.log.connection import subscribe_plain
 from services.log.errors import LogError, PublishError
 from services.log.reader import claim_head
 from services.log.writer import BATCH_DUPLICATE_MSG_ID, WRONG_LAST_SEQUENCE, parse_ack
@@ -58,7 +58,7 @@ class AtomicBatches:
         self._waiting: dict[str, asyncio.Future[dict]] = {}
         self._sub = None
         self._counter = 0
-        self._encode = encode_headers if getattr(nc, "publishes_header_blocks", False) else dict
+        self._blocks = hasattr(nc, "publish_blocks")  # claimlog's client: the batch goes out as one write
 
     async def __aenter__(self) -> AtomicBatches:
         self._sub = await subscribe_plain(self._nc, f"{self._prefix}.*", self._on_ack)
@@ -70,21 +70,24 @@ class AtomicBatches:
 
     async def send(self, shares: Sequence[ClaimShare]) -> asyncio.Future[dict]:
         """Publish one batch; the future holds the commit's acknowledgement (see ``first_sequence``)."""
-        messages = [m for share in shares for m in _messages(share, self._layout)]
-        if not 0 < len(messages) <= MAX_BATCH_EVENTS:
-            raise ValueError(f"a batch holds 1 to {MAX_BATCH_EVENTS} events, got {len(messages)}")
+        count = sum(len(share.linked) for share in shares)
+        if not 0 < count <= MAX_BATCH_EVENTS:
+            raise ValueError(f"a batch holds 1 to {MAX_BATCH_EVENTS} events, got {count}")
         batch_id = uuid.uuid4().hex
         self._counter += 1
         token = str(self._counter)
         future: asyncio.Future[dict] = asyncio.get_running_loop().create_future()
         self._waiting[token] = future
-        last = len(messages)
+        reply = f"{self._prefix}.{token}"
+        if self._blocks:
+            await self._nc.publish_blocks(list(_blocks(shares, batch_id, reply, self._layout)))
+            return future
+        messages = [m for share in shares for m in _messages(share, self._layout)]
         for number, (subject, data, headers) in enumerate(messages, start=1):
             headers["Nats-Batch-Id"], headers["Nats-Batch-Sequence"] = batch_id, str(number)
-            reply = ""
-            if number == last:
-                headers["Nats-Batch-Commit"], reply = "1", f"{self._prefix}.{token}"
-            await self._nc.publish(subject, data, reply=reply, headers=self._encode(headers))
+            if number == count:
+                headers["Nats-Batch-Commit"] = "1"
+            await self._nc.publish(subject, data, reply=reply if number == count else "", headers=headers)
         return future
 
     async def commit(self, shares: Sequence[ClaimShare], *, timeout: float = ACK_TIMEOUT) -> int:
@@ -113,6 +116,29 @@ def _messages(share: ClaimShare, layout: LogLayout) -> list[tuple[str, bytes, di
     out[0][2]["Nats-Expected-Last-Subject-Sequence"] = str(share.expected_seq)
     out[0][2]["Nats-Expected-Last-Subject-Sequence-Subject"] = layout.claim_filter(share.claim_id)
     return out
+
+
+_FIRST = b"NATS/1.0\r\nNats-Msg-Id: %s\r\nNats-Expected-Last-Subject-Sequence: %d\r\nNats-Expected-Last-Subject-Sequence-Subject: %s\r\n"
+_NEXT = b"NATS/1.0\r\nNats-Msg-Id: %s\r\n"
+_IN_BATCH = b"Nats-Batch-Id: %s\r\nNats-Batch-Sequence: %d\r\n"
+
+
+def _blocks(shares: Sequence[ClaimShare], batch_id: str, reply: str, layout: LogLayout) -> Iterator[tuple[str, str, bytes, bytes]]:
+    """The batch's messages as ``(subject, reply, header block, payload)``: the blocks ``encode_headers``
+    makes of ``_messages``' headers (tests/unit/test_log_formats.py compares them), written directly. Every
+    value is safe in a block as it is: event ids are UUIDs (the event's own check), the claim filter is made
+    of a checked claim id, the batch id is hex."""
+    batch, number, last = batch_id.encode(), 0, sum(len(share.linked) for share in shares)
+    for share in shares:
+        claim_filter = layout.claim_filter(share.claim_id).encode()
+        for index, (event, data) in enumerate(share.linked):
+            number += 1
+            event_id = event.event_id.encode()
+            block = (_FIRST % (event_id, share.expected_seq, claim_filter) if index == 0 else _NEXT % event_id) + _IN_BATCH % (batch, number)
+            if number == last:
+                yield layout.publish_subject(share.claim_id, event.type), reply, block + b"Nats-Batch-Commit: 1\r\n\r\n", data
+            else:
+                yield layout.publish_subject(share.claim_id, event.type), "", block + b"\r\n", data
 
 
 def first_sequence(ack: dict, count: int) -> int:
