@@ -11,6 +11,11 @@ On a stream that takes atomic batches the events go in batches of up to the serv
 claims, a few batches in flight: a restore knows every sequence in advance, so each claim's first event
 in a batch can expect the claim's last restored sequence without waiting, and one synced
 acknowledgement answers a whole batch. Otherwise each event is its own acknowledged publish.
+
+The stream must be empty (``claimlog import`` checks first). A claim that has events anyway (a writer
+that appended after the check) refuses the batch holding its first restored event: nothing of that
+batch is stored, and the restore stops with the server's refusal (``wrong last sequence``) and the
+sequence it was at.
 """
 
 from __future__ import annotations

@@ -12,15 +12,18 @@ import nats
 import pytest
 from sqlalchemy import Engine
 
+from events import encode
 from events.subjects import DEFAULT_LAYOUT, claim_of, event_subject
 from projections.checksum import table_checksums
-from services.log import ClaimLog, StoredEvent, StreamSpec, connect
+from services.log import ClaimLog, PublishError, StoredEvent, StreamSpec, connect
+from services.log.restore import Republisher, RestoredEvent
 from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_generation
 from services.runtime.db import make_engine, upgrade
 from services.runtime.embedded import EmbeddedNats
 from services.runtime.settings import Settings
-from tests.conftest import second_database
+from tests.builders import attached, drafted
+from tests.conftest import random_claim_id, second_database
 from tests.integration.audit_log import claimlog, project, publish_raw, verify_json, write_claims
 
 
@@ -133,3 +136,18 @@ async def test_a_stream_restored_from_a_modified_backup_fails_verify_at_the_next
     following = next(line for line in lines[edited + 1 :] if claim_of(line["subject"]) == claims[0])
     assert code == 1
     assert [(f["kind"], f["claim_id"], f["seq"]) for f in report["findings"]] == [("chain", claims[0], following["seq"])]
+
+
+async def test_a_restore_meeting_a_claim_that_already_has_events_stores_nothing_of_that_batch_and_says_why(claim_log: ClaimLog):
+    # `claimlog import` refuses a stream that is not empty before it publishes anything (above); a writer
+    # that appends between that check and the restore's batch is caught by the batch's expected sequences.
+    moved, untouched = random_claim_id(), random_claim_id()
+    await claim_log.append(moved, [drafted(moved)], expected_seq=0, prev_hash=None)
+    exported = [drafted(moved), attached(moved, "s1"), drafted(untouched)]
+    with pytest.raises(PublishError, match=r"was refused: wrong last sequence: 1 \(err_code 10071\)"):
+        async with Republisher(claim_log.nc, claim_log.stream, layout=claim_log.layout) as republisher:
+            for event in exported:
+                await republisher.publish(RestoredEvent(event.claim_id, event.type, encode(event), event.event_id, "2026-12-01T10:00:00Z"))
+    assert await claim_log.head() == 1
+    assert [stored.seq for stored in await claim_log.read_claim(moved)] == [1]
+    assert await claim_log.read_claim(untouched) == []
