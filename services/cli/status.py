@@ -1,9 +1,10 @@
-"""``claimlog status``: the NATS nodes holding the log and the token store, and the projector's position and lag."""
+"""``claimlog status``: the NATS nodes holding the log and the token store, the projector's position and lag,
+and on a partitioned log each worker with the partitions it holds, their epochs and lag."""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -12,7 +13,9 @@ from rich.table import Table
 from services.actors import BUCKET
 from services.cli.setup import setup
 from services.log.topology import nats_report
-from services.runtime.settings import Settings
+
+if TYPE_CHECKING:
+    from services.rebuild.generations import Generations
 
 out = Console()
 
@@ -23,18 +26,28 @@ def register(app: typer.Typer) -> None:
 
 
 def status(as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False) -> None:
-    """Show the NATS nodes (reachable, which leads the log, copies current or lagging) and the projector's lag."""
+    """Show the NATS nodes (reachable, which leads the log, copies current or lagging), the projector's lag,
+    and each projector worker with the partitions it holds (epoch, position, lag)."""
+    from services.read_api.partitions import partition_section
+    from services.rebuild.generations import Generations
     from services.runtime.compose import open_log, run
 
     settings = setup("WARNING")
+    generations = Generations(settings.resolved_database_url())
 
     async def gather() -> dict[str, Any]:
         async with open_log(settings, client_name="claimlog-status", role="admin", create=False) as claim_log:
             head = await claim_log.head()
-            return {"nats": await nats_report(claim_log.nc, claim_log.stream, f"KV_{BUCKET}"), "head": head}
+            report = {"nats": await nats_report(claim_log.nc, claim_log.stream, f"KV_{BUCKET}"), "head": head}
+            if (partitions := await partition_section(claim_log, generations.active()[1])) is not None:
+                report["partitions"] = partitions
+            return report
 
-    report = run(gather())
-    report["projections"] = _positions(settings, report["head"])
+    try:
+        report = run(gather())
+        report["projections"] = _positions(generations, report["head"])
+    finally:
+        generations.close()
     if as_json:
         typer.echo(json.dumps(report, indent=2))
     else:
@@ -42,17 +55,12 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print the repor
     raise typer.Exit(1 if report["nats"]["problems"] else 0)
 
 
-def _positions(settings: Settings, head: int) -> dict[str, dict[str, int]]:
+def _positions(generations: Generations, head: int) -> dict[str, dict[str, int]]:
     """Each projection's last applied sequence in the active generation, and how far it is behind ``head``."""
     from services.read_api.queries import positions
-    from services.rebuild.generations import Generations
 
-    generations = Generations(settings.resolved_database_url())
-    try:
-        with generations.active()[1].connect() as conn:
-            return {name: {"last_seq": seq, "lag_events": max(0, head - seq)} for name, seq in positions(conn).items()}
-    finally:
-        generations.close()
+    with generations.active()[1].connect() as conn:
+        return {name: {"last_seq": seq, "lag_events": max(0, head - seq)} for name, seq in positions(conn).items()}
 
 
 def _print(report: dict[str, Any]) -> None:
@@ -71,5 +79,37 @@ def _print(report: dict[str, Any]) -> None:
     for name, position in report["projections"].items():
         projections.add_row(name, str(position["last_seq"]), str(position["lag_events"]))
     out.print(projections)
+    if "partitions" in report:
+        _print_partitions(report["partitions"])
     for problem in nats["problems"]:
         out.print(f"[red]problem[/red]: {problem}")
+
+
+def _print_partitions(report: dict[str, Any]) -> None:
+    if "unknown" in report:
+        out.print(f"[yellow]partitions[/yellow]: {report['unknown']}")
+        return
+    workers = Table(title=f"projector workers ({report['partitions']} partitions, checkpoints {report['checkpoints']})")
+    for column in ("worker", "live", "partitions", "epoch", "behind", "lag_seconds"):
+        workers.add_column(column)
+    for name, worker in report["workers"].items():
+        workers.add_row(
+            name, "yes" if worker["live"] else "[red]no[/red]", _ranges(worker["owns"]), str(worker["epoch"] or "-"),
+            _ranges(worker["behind"]) or "-", f"{worker['lag_seconds']:g}",
+        )
+    if report["unowned"]:
+        behind = [p["partition"] for p in report["unowned"] if p["head"] > p["last_seq"]]
+        lag = max(p["lag_seconds"] for p in report["unowned"])
+        workers.add_row("[red](nobody)[/red]", "-", _ranges([p["partition"] for p in report["unowned"]]), "-", _ranges(behind) or "-", f"{lag:g}")
+    out.print(workers)
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``0-2, 5``."""
+    spans: list[list[int]] = []
+    for number in sorted(numbers):
+        if spans and number == spans[-1][1] + 1:
+            spans[-1][1] = number
+        else:
+            spans.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)

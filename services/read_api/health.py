@@ -11,6 +11,7 @@ from services.actors import BUCKET
 from services.log.topology import nats_report
 from services.read_api import lag, queries
 from services.read_api.deps import DB
+from services.read_api.partitions import partition_section
 
 router = APIRouter(tags=["operations"])
 
@@ -18,8 +19,9 @@ router = APIRouter(tags=["operations"])
 @router.get("/health")
 async def health(request: Request, db: DB) -> JSONResponse:
     """Each projection's position and lag behind the log, and the NATS nodes that hold the log and the token
-    store (which leads each, which copies are current); 503 when the read models cannot be read, status
-    ``degraded`` when a copy is missing or behind."""
+    store (which leads each, which copies are current); on a partitioned log, each projector worker with
+    the partitions it holds, their epochs and lag, and the partitions no worker holds. 503 when the read
+    models cannot be read, status ``degraded`` when a copy is missing or behind."""
     try:
         projections = await run_in_threadpool(_positions, db)
     except Exception as error:  # noqa: BLE001 - health reports any failure as unavailable
@@ -29,6 +31,8 @@ async def health(request: Request, db: DB) -> JSONResponse:
     if head.seq is not None:
         body["lag_events"] = {name: max(0, head.seq - seq) for name, seq in projections.items()}
     claim_log = getattr(request.app.state, "claim_log", None)
+    if (partitions := await partition_section(claim_log, db)) is not None:
+        body["partitions"] = partitions  # each worker with the partitions it holds, its epoch and lag
     if claim_log is not None:
         body["nats"] = await nats_report(claim_log.nc, claim_log.stream, f"KV_{BUCKET}")
         if body["nats"]["problems"]:

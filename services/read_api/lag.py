@@ -55,18 +55,24 @@ async def log_head(app: FastAPI) -> Head:
 
 
 async def next_in_partition(app: FastAPI, partition: int, after_seq: int) -> int | None:
-    """The sequence of the first event of ``partition`` after ``after_seq`` (None: there is none yet).
+    """The sequence of the first event of ``partition`` after ``after_seq`` (None: there is none yet);
+    raises when the log cannot be read."""
+    found = await first_in_partition(app.state.claim_log, partition, after_seq)
+    return None if found is None else found[0]
+
+
+async def first_in_partition(claim_log: ClaimLog, partition: int, after_seq: int) -> tuple[int, datetime | None] | None:
+    """The sequence and stored time of the first event of ``partition`` after ``after_seq`` (None: none yet).
 
     Asked of the stream's leader (not a direct get, which any copy may answer from behind): a copy
-    that has not yet stored an event would make the partition look past it. Raises when the log
-    cannot be read."""
-    claim_log: ClaimLog = app.state.claim_log
+    that has not yet stored an event would make the partition look past it."""
     subject = claim_log.layout.partition_filter(partition)
+    js = claim_log.nc.jetstream()
     try:
-        found = await asyncio.wait_for(claim_log.nc.jetstream().get_msg(claim_log.stream, seq=after_seq + 1, subject=subject, next=True), HEAD_TIMEOUT)
+        found = await asyncio.wait_for(js.get_msg(claim_log.stream, seq=after_seq + 1, subject=subject, next=True), HEAD_TIMEOUT)
     except NotFoundError:
         return None
-    return found.seq
+    return found.seq, found.time
 
 
 async def waiting_since(app: FastAPI, after_seq: int) -> datetime | None:

@@ -28,9 +28,9 @@ def claims_in_two_partitions(claim_log: ClaimLog) -> tuple[str, str]:
             return first, second
 
 
-async def fold_partition(claim_log: ClaimLog, engine: Engine, partition: int, through: int) -> None:
+async def fold_partition(claim_log: ClaimLog, engine: Engine, partition: int, through: int, *, epoch: int = 1) -> None:
     writer = CheckpointedWriter(engine, build_projections(), partitions=claim_log.layout.partitions)
-    runner = Runner(claim_log, writer, name=f"p{partition}", batch=50, scope=Scope(partition=partition), epoch=1)
+    runner = Runner(claim_log, writer, name=f"p{partition}", batch=50, scope=Scope(partition=partition), epoch=epoch)
     await runner.run_until(through, timeout=30)
 
 
