@@ -17,7 +17,7 @@ from faststream.specification.base import Specification
 from events import EVENT_TYPES
 
 HEADERS = (
-    "Every append sets the headers `Nats-Msg-Id` (the event id: a retry is stored once), "
+    "Every append sets the headers `Nats-Msg-Id` (the UUIDv5 of actor id, claim id and event id: a retry is stored once, and no writer can take another's id), "
     "`Nats-Expected-Last-Subject-Sequence` (the claim's last sequence, 0 for a new claim) and "
     "`Nats-Expected-Last-Subject-Sequence-Subject: claims.*.<claim_id>.*` (the claim in whichever "
     "partition the stream stores it: of two writers racing on a claim, one is refused), and checks the acknowledgement. `prev_hash` is the SHA-256 of the "

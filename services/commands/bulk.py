@@ -126,7 +126,7 @@ class BulkIngest:
 
     def _decide(self, line: Line, slot: ClaimSlot, existing: frozenset[str]) -> Event | str | LineError:
         try:
-            if already_done(line.command, slot.state, line.event_id) is not None:
+            if already_done(line.command, slot.state, line.event_id, self._actor) is not None:
                 return PRESENT
             ctx = Context(self._actor, line.event_id, self._clock(), existing_claims=existing, prev_hash=slot.state.head_hash)
             [event] = decide(line.command, slot.state, ctx)  # every command produces one event

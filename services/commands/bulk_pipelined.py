@@ -76,7 +76,7 @@ class PipelinedIngest:
     async def _line(self, line: Line, state: ClaimState, pipeline: Pipeline) -> None:
         command = line.command
         try:
-            if already_done(command, state, line.event_id) is not None:
+            if already_done(command, state, line.event_id, self._actor) is not None:
                 self.report.present += 1
                 return
             others = referenced_claims(command)

@@ -143,6 +143,8 @@ def _withdraw_review(command, state: ClaimState, ctx: Context) -> dict:
 
 
 def _relate(command, state: ClaimState, ctx: Context) -> dict:
+    if command.related_claim_id == command.claim_id:
+        raise Rejected(Kind.INVALID, "related_to_itself", f"{command.claim_id} cannot be related to itself")
     if command.related_claim_id is not None:
         _require_claim(command.related_claim_id, ctx)
     return {}

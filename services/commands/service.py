@@ -2,10 +2,13 @@
 
 Retries and races are safe by construction:
 
-- the event id is the producer's own, or derived from the actor and the ``Idempotency-Key``, so a
-  retried command finds its event already in the claim's history (however long ago) and answers
+- the event id is the producer's own, or derived from the actor, the claim and the ``Idempotency-Key``,
+  so a retried command finds its event already in the claim's history (however long ago) and answers
   with the sequence it was stored at, publishing nothing; JetStream's duplicate window catches two
-  copies racing each other;
+  copies racing each other. An id belongs to its writer: an event of another actor with the same id
+  is never this command's (409 ``event_id_taken``), and the message id JetStream deduplicates by is
+  derived from the actor and the claim too (``services/log/writer.py``), so no one can make another's
+  write a "duplicate" of theirs;
 - the append expects the claim's last sequence: when another writer got there first, the command
   is decided again against the new state (without ``If-Match``), or refused with 409 (with it).
 
@@ -36,8 +39,14 @@ CACHED_CLAIMS = 10_000
 IDEMPOTENCY_NAMESPACE = uuid.UUID("6f1c2a0e-3d4b-5c6d-8e9f-0a1b2c3d4e5f")
 
 
-def idempotent_event_id(actor: Actor, key: str, index: int = 0) -> str:
-    """The event id a command with this idempotency key gets, the same on every retry by this actor."""
+def idempotent_event_id(actor: Actor, claim_id: str, key: str, index: int = 0) -> str:
+    """The event id a command with this idempotency key gets, the same on every retry by this actor on
+    this claim (the same key on another claim is another command)."""
+    return str(uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"{actor.id}\x00{claim_id}\x00{key}\x00{index}"))
+
+
+def unscoped_event_id(actor: Actor, key: str, index: int = 0) -> str:
+    """The id a key gave before ids named their claim: a retry of such a command still finds its event."""
     return str(uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"{actor.id}\x00{key}\x00{index}"))
 
 
@@ -109,8 +118,9 @@ class CommandService:
         self, command: Command, actor: Actor, idempotency_key: str | None, expected_version: int | None
     ) -> Outcome:
         event_id = command.event_id or (
-            idempotent_event_id(actor, idempotency_key) if idempotency_key else new_event_id()
+            idempotent_event_id(actor, command.claim_id, idempotency_key) if idempotency_key else new_event_id()
         )
+        earlier = unscoped_event_id(actor, idempotency_key) if idempotency_key and not command.event_id else None
         existing = await self._existing(referenced_claims(command))
         # A cached state is used as it is: the append's expected sequence catches a claim that moved
         # meanwhile. Only a state checked against the log may refuse a command.
@@ -118,7 +128,9 @@ class CommandService:
         for _ in range(ATTEMPTS):
             if state is None or (checked is False and _must_check(state, expected_version)):
                 state, checked = await self.state(command.claim_id), True
-            done = already_done(command, state, event_id)
+            done = already_done(command, state, event_id, actor)
+            if done is None and earlier is not None:
+                done = already_done(command, state, earlier, actor)
             if done is not None:
                 return done
             try:
@@ -179,11 +191,22 @@ def _must_check(state: ClaimState, expected_version: int | None) -> bool:
     return expected_version is not None and expected_version != state.head_seq
 
 
-def already_done(command: Command, state: ClaimState, event_id: str) -> Outcome | None:
-    """The outcome of an earlier run of the same command (same event id), if the log has it."""
+def already_done(command: Command, state: ClaimState, event_id: str, actor: Actor) -> Outcome | None:
+    """The outcome of an earlier run of the same command (same event id, same actor), if the log has it.
+
+    An event of another actor with this id is not this command's: it is refused (409 ``event_id_taken``)
+    rather than answered as a duplicate, or stored again under an id the projection would not fold twice.
+    """
     written = state.written.get(event_id)
     if written is None:
         return None
+    if written.event.actor.id != actor.id:
+        raise Rejected(
+            Kind.CONFLICT,
+            "event_id_taken",
+            f"event id {event_id} on {command.claim_id} is another writer's (seq {written.seq}): send the command "
+            "with an event id (or Idempotency-Key) of your own",
+        )
     expected = command.event_type().model_fields["type"].default
     if written.type != expected:
         raise Rejected(
@@ -191,6 +214,14 @@ def already_done(command: Command, state: ClaimState, event_id: str) -> Outcome 
             "idempotency_key_reused",
             f"event {event_id} of {command.claim_id} is a {written.type}, not a {expected}: "
             "an idempotency key (or event id) names one command only",
+        )
+    differing = sorted(name for name, value in command.facts().items() if getattr(written.event, name, None) != value)
+    if differing:
+        raise Rejected(
+            Kind.INVALID,
+            "idempotency_key_reused",
+            f"event {event_id} of {command.claim_id} was a {written.type} with other {', '.join(differing)}: "
+            "an idempotency key (or event id) names one command only; send a new one for a new command",
         )
     return Outcome(command.claim_id, command.command, [StoredRef(event_id, written.type, written.seq)], True)
 

@@ -23,7 +23,11 @@ class Written:
     """An event of this claim already in the log: where, and of which type."""
 
     seq: int
-    type: str
+    event: Event  # whose it is and what it says: an event id names one writer's one command
+
+    @property
+    def type(self) -> str:
+        return self.event.type
 
 
 @dataclass(slots=True)
@@ -55,8 +59,10 @@ class ClaimState:
 
     def evolve(self, event: Event, seq: int, stored_hash: str) -> None:
         """Take one stored event into account (events arrive in log order)."""
-        self.written[event.event_id] = Written(seq, event.type)
         self.head_seq, self.head_hash = seq, stored_hash
+        if event.event_id in self.written:
+            return  # an event id already folded is never folded twice (the projection skips it too)
+        self.written[event.event_id] = Written(seq, event)
         match event:
             case ClaimDrafted():
                 self.drafted, self.revision = True, max(self.revision, 1)

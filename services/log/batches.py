@@ -24,7 +24,7 @@ from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.connection import subscribe_plain
 from services.log.errors import LogError, PublishError
 from services.log.reader import claim_head
-from services.log.writer import BATCH_DUPLICATE_MSG_ID, WRONG_LAST_SEQUENCE, parse_ack
+from services.log.writer import BATCH_DUPLICATE_MSG_ID, WRONG_LAST_SEQUENCE, message_id, parse_ack
 
 log = logging.getLogger(__name__)
 # The server's ceiling on one batch (jetstream.limits.batch.max_msgs, 1,000 unless raised).
@@ -112,7 +112,7 @@ class AtomicBatches:
 
 
 def _messages(share: ClaimShare, layout: LogLayout) -> list[tuple[str, bytes, dict[str, str]]]:
-    out = [(layout.publish_subject(share.claim_id, event.type), data, {"Nats-Msg-Id": event.event_id}) for event, data in share.linked]
+    out = [(layout.publish_subject(share.claim_id, event.type), data, {"Nats-Msg-Id": message_id(event)}) for event, data in share.linked]
     out[0][2]["Nats-Expected-Last-Subject-Sequence"] = str(share.expected_seq)
     out[0][2]["Nats-Expected-Last-Subject-Sequence-Subject"] = layout.claim_filter(share.claim_id)
     return out

@@ -20,6 +20,19 @@ from services.log.reader import read_claim
 WRONG_LAST_SEQUENCE = 10071
 BATCH_DUPLICATE_MSG_ID = 10201
 MAX_BATCH = 1000
+MESSAGE_ID_NAMESPACE = uuid.UUID("0d7c4f3e-9a52-5b1e-8c47-2f6e1a9b3d80")
+
+
+def message_id(event: Event) -> str:
+    """The event's ``Nats-Msg-Id``: derived from its actor, its claim and its event id, never chosen by a client.
+
+    JetStream deduplicates by message id across the whole stream. Were it the event id, a writer could
+    take an id another writer will use (or the id derived from another's ``Idempotency-Key``) and have
+    that writer's event answered as a duplicate of its own, even on another claim. Derived from who
+    writes and where, a message id can only ever collide with the same actor's same event on the same
+    claim: exactly a retry.
+    """
+    return str(uuid.uuid5(MESSAGE_ID_NAMESPACE, f"{event.actor.id}\x00{event.claim_id}\x00{event.event_id}"))
 
 
 @dataclass(frozen=True)
@@ -91,7 +104,7 @@ async def settle_refusal(
 
 
 async def _stored_before(nc: Client, stream: str, claim_id: str, events: Sequence[Event], *, after_seq: int, layout: LogLayout):
-    wanted = [event.event_id for event in events]
+    wanted = [message_id(event) for event in events]
     ours = set(wanted)
     stored = [s for s in await read_claim(nc, stream, claim_id, after_seq=after_seq, layout=layout) if s.msg_id in ours]
     if [s.msg_id for s in stored] != wanted:
@@ -106,7 +119,7 @@ def batch_headers(
 
     The subject is the one producers publish on; the expected sequence covers every stored subject of
     the claim, whichever partition the stream stores it in."""
-    headers = [{"Nats-Msg-Id": event.event_id} for event, _ in linked]
+    headers = [{"Nats-Msg-Id": message_id(event)} for event, _ in linked]
     headers[0]["Nats-Expected-Last-Subject-Sequence"] = str(expected_seq)
     headers[0]["Nats-Expected-Last-Subject-Sequence-Subject"] = layout.claim_filter(claim_id)
     if len(linked) > 1:

@@ -104,6 +104,52 @@ async def test_a_command_sent_twice_with_one_idempotency_key_adds_one_event(api:
     assert len((await api.page(claim, after=head))["sources"]) == 1
 
 
+async def test_an_idempotency_key_names_one_command_of_one_actor_on_one_claim(api: Api):
+    claim, other = random_claim_id(), random_claim_id()
+    for claim_id in (claim, other):
+        await api.send("draft_claim", "ada", **draft(claim_id))
+    key = {"Idempotency-Key": "attach-s1"}
+    body = {"source_id": "s1", "relation": "supports", "measured": "+4."}
+    first = await api.send("attach_source", "bot", headers=key, claim_id=claim, **body)
+    elsewhere = await api.send("attach_source", "bot", headers=key, claim_id=other, **body)
+    assert (first.status_code, elsewhere.status_code) == (201, 201), elsewhere.text
+    assert elsewhere.json()["claim_id"] == other and elsewhere.json()["events"][0]["seq"] > first.json()["events"][0]["seq"]
+    assert [s.event.type for s in await api.log.read_claim(other)] == ["ClaimDrafted", "SourceAttached"]
+    changed = await api.send("attach_source", "bot", headers=key, claim_id=claim, **{**body, "measured": "+5."})
+    assert changed.status_code == 422 and changed.json()["error"] == "idempotency_key_reused"
+    assert "measured" in changed.json()["message"]
+    # The same key of another actor is another command.
+    theirs = await api.send("attach_source", "ada", headers=key, claim_id=claim, **{**body, "source_id": "s2"})
+    assert theirs.status_code == 201, theirs.text
+
+
+async def test_an_event_id_cannot_be_taken_from_another_writer(api: Api):
+    claim, other = random_claim_id(), random_claim_id()
+    for claim_id in (claim, other):
+        await api.send("draft_claim", "ada", **draft(claim_id))
+    event_id = "0190a000-0000-7000-8000-00000000c0de"
+    body = {"event_id": event_id, "disagreement_id": "d1", "argument": "Too small."}
+    squatted = await api.send("file_disagreement", "grace", claim_id=claim, **body)
+    assert squatted.status_code == 201
+    # Another claim: the writer's own event, stored, not a "duplicate" of grace's.
+    mine = await api.send("file_disagreement", "ada", claim_id=other, **body)
+    assert mine.status_code == 201 and mine.json()["duplicate"] is False and mine.json()["claim_id"] == other
+    # The same claim: refused, never answered with grace's event.
+    head = await api.log.head()
+    taken = await api.send("file_disagreement", "ada", claim_id=claim, **{**body, "disagreement_id": "d2"})
+    assert taken.status_code == 409 and taken.json()["error"] == "event_id_taken", taken.text
+    assert await api.log.head() == head
+    again = await api.send("file_disagreement", "grace", claim_id=claim, **body)
+    assert again.status_code == 200 and again.json()["events"] == squatted.json()["events"]
+
+
+async def test_a_claim_related_to_itself_is_refused_as_invalid(api: Api):
+    claim = random_claim_id()
+    await api.send("draft_claim", "ada", **draft(claim))
+    response = await api.send("relate_claims", "ada", claim_id=claim, related_claim_id=claim)
+    assert (response.status_code, response.json()["error"]) == (422, "related_to_itself"), response.text
+
+
 async def test_two_writers_racing_on_one_version_end_with_one_success_and_one_409(api: Api):
     claim = random_claim_id()
     version = (await api.send("draft_claim", "ada", **draft(claim))).json()["last_seq"]

@@ -196,9 +196,10 @@ def test_only_a_relation_the_claim_has_can_be_undone():
     then_rejected(Kind.NOT_FOUND, "relation_not_found", given(DRAFTED), "unrelate_claims")
 
 
-def test_an_event_level_rule_refuses_the_command_as_invalid():
-    # A relation of a claim to itself: the command's shape allows it, the event does not.
-    then_rejected(Kind.INVALID, "invalid_command", given(DRAFTED), "relate_claims", existing=frozenset({CLAIM}), related_claim_id=CLAIM)
+def test_a_claim_is_not_related_to_itself():
+    # Said as what it is, not as "no claim" (the claim itself is left out of the claims looked up).
+    then_rejected(Kind.INVALID, "related_to_itself", given(DRAFTED), "relate_claims", existing=frozenset(), related_claim_id=CLAIM)
+    then_rejected(Kind.INVALID, "related_to_itself", given(DRAFTED), "relate_claims", existing=frozenset({CLAIM}), related_claim_id=CLAIM)
 
 
 def test_the_event_is_chained_to_the_claims_last_hash_and_carries_the_context():
