@@ -126,15 +126,15 @@ _IN_BATCH = b"Nats-Batch-Id: %s\r\nNats-Batch-Sequence: %d\r\n"
 def _blocks(shares: Sequence[ClaimShare], batch_id: str, reply: str, layout: LogLayout) -> Iterator[tuple[str, str, bytes, bytes]]:
     """The batch's messages as ``(subject, reply, header block, payload)``: the blocks ``encode_headers``
     makes of ``_messages``' headers (tests/unit/test_log_formats.py compares them), written directly. Every
-    value is safe in a block as it is: event ids are UUIDs (the event's own check), the claim filter is made
+    value is safe in a block as it is: message ids are UUIDs, the claim filter is made
     of a checked claim id, the batch id is hex."""
     batch, number, last = batch_id.encode(), 0, sum(len(share.linked) for share in shares)
     for share in shares:
         claim_filter = layout.claim_filter(share.claim_id).encode()
         for index, (event, data) in enumerate(share.linked):
             number += 1
-            event_id = event.event_id.encode()
-            block = (_FIRST % (event_id, share.expected_seq, claim_filter) if index == 0 else _NEXT % event_id) + _IN_BATCH % (batch, number)
+            msg_id = message_id(event).encode()
+            block = (_FIRST % (msg_id, share.expected_seq, claim_filter) if index == 0 else _NEXT % msg_id) + _IN_BATCH % (batch, number)
             if number == last:
                 yield layout.publish_subject(share.claim_id, event.type), reply, block + b"Nats-Batch-Commit: 1\r\n\r\n", data
             else:
