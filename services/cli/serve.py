@@ -66,6 +66,9 @@ def api(
 
 async def _reach_nats(settings: Settings) -> None:
     from services.log import connect
+    from services.runtime.compose import nats_tls
 
-    nc = await connect(settings.nats_url, name="claimlog-api-check", first_connect_seconds=settings.nats_connect_seconds)
+    nc = await connect(
+        settings.nats_url, name="claimlog-api-check", first_connect_seconds=settings.nats_connect_seconds, tls=nats_tls(settings)
+    )
     await nc.close()

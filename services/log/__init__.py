@@ -13,7 +13,7 @@ from services.log.consumer import Delivery, DurableConsumer
 from services.log.errors import ConflictError, LogConfigError, LogError, PublishError
 from services.log.pipeline import Pipeline
 from services.log.reader import MAX_SEQ, ClaimHead, StoredEvent, claim_head, read_claim, stream_head
-from services.log.servers import connect
+from services.log.servers import NatsTls, connect
 from services.log.stream import StreamSpec, ensure_stream
 from services.log.writer import Appended, append
 
@@ -33,6 +33,7 @@ __all__ = [
     "StreamSpec",
     "append",
     "claim_head",
+    "NatsTls",
     "connect",
     "ensure_stream",
     "event_hash",

@@ -7,7 +7,10 @@ import asyncio
 import contextlib
 import logging
 import re
+import ssl
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from nats.aio.client import Client
@@ -22,6 +25,33 @@ INBOX_ROOT = "_INBOX"
 _SUBJECT_TOKEN = re.compile(r"[A-Za-z0-9_-]+")
 
 
+@dataclass(frozen=True)
+class NatsTls:
+    """How a client secures its connections to NATS: the authority it trusts for the servers' certificates
+    (none: the system's), and its own certificate and key for servers that ask clients for one."""
+
+    ca: Path | None = None
+    cert: Path | None = None
+    key: Path | None = None
+
+    def context(self) -> ssl.SSLContext:
+        """A client TLS context that checks the server's certificate and name; a missing or unreadable file
+        is a ``LogError`` naming it and its setting."""
+        try:
+            context = ssl.create_default_context(cafile=str(self.ca) if self.ca else None)
+        except (OSError, ssl.SSLError) as error:
+            raise LogError(f"cannot read the NATS TLS authority {self.ca} (CLAIMLOG_NATS_TLS_CA): {error}") from None
+        if self.cert is not None:
+            try:
+                context.load_cert_chain(str(self.cert), str(self.key) if self.key else None)
+            except (OSError, ssl.SSLError) as error:
+                raise LogError(
+                    f"cannot read the NATS client certificate {self.cert} with key {self.key} "
+                    f"(CLAIMLOG_NATS_TLS_CERT, CLAIMLOG_NATS_TLS_KEY): {error}"
+                ) from None
+        return context
+
+
 async def connect(
     url: str,
     *,
@@ -29,10 +59,12 @@ async def connect(
     user: str | None = None,
     password: str | None = None,
     first_connect_seconds: float = FIRST_CONNECT_SECONDS,
+    tls: NatsTls | None = None,
 ) -> Client:
     """A NATS connection to one server or a cluster. The first connection is given ``first_connect_seconds``
     (a server down, a wrong URL or wrong credentials then end in a ``LogError`` saying which); once
-    connected, it reconnects for as long as the process lives."""
+    connected, it reconnects for as long as the process lives. With ``tls`` the connection is encrypted
+    and the server's certificate checked (a server that requires TLS refuses a client without it)."""
     servers = server_list(url)
     if user is None and password is None:
         servers, user, password = split_credentials(url)
@@ -50,6 +82,8 @@ async def connect(
         allow_reconnect=True,
         error_cb=errors.report,
     )
+    if tls is not None:
+        options["tls"] = tls.context()
     try:
         await asyncio.wait_for(nc.connect(servers, **options), first_connect_seconds)
     except TimeoutError:
@@ -60,9 +94,20 @@ async def connect(
             f"could not connect to NATS at {redact(url)} within {first_connect_seconds:g}s "
             f"({_describe(reason) if reason else 'no answer'}): is the server running, and are the URL and "
             "its user and password right? (CLAIMLOG_NATS_URL; unset, claimlog runs its embedded server)"
+            f"{_tls_hint(reason, tls)}"
         ) from None
     errors.quiet = False  # the first connection's failure says why itself; later ones only the log does
     return nc
+
+
+def _tls_hint(reason: BaseException | None, tls: NatsTls | None) -> str:
+    text = f"{type(reason).__name__} {reason}".lower()
+    if not any(word in text for word in ("certificate", "ssl", "tls")):
+        return ""
+    if tls is None or tls.ca is None:
+        return (". The server's TLS certificate is not from an authority this client trusts: set CLAIMLOG_NATS_TLS_CA "
+                "to the authority that signed it")
+    return f". The server's TLS certificate was refused: is {tls.ca} (CLAIMLOG_NATS_TLS_CA) the authority that signed it?"
 
 
 def inbox_prefix(user: str | None) -> str:

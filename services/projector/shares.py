@@ -36,7 +36,7 @@ from services.projector.live import Projector
 from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
 from services.rebuild.generations import Generations
-from services.runtime.compose import run, stream_spec
+from services.runtime.compose import nats_tls, run, stream_spec
 from services.runtime.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ async def fold_share(settings: Settings, nats_url: str, share: int, shares: int)
     stop = asyncio.Event()
     _stop_on_signals_and_parent_exit(stop.set)
     name = consumer_name(settings.projector_name, share, shares)
-    nc = await connect(nats_url, name=f"claimlog-{name}", first_connect_seconds=settings.nats_connect_seconds)
+    nc = await connect(nats_url, name=f"claimlog-{name}", first_connect_seconds=settings.nats_connect_seconds, tls=nats_tls(settings))
     generations = Generations(settings.resolved_database_url())
     try:
         active = generations.engine(generations.active_number())  # the projector follows the generation switches

@@ -20,12 +20,12 @@ from multiprocessing.connection import Connection as PipeEnd
 
 from projections.registry import build_projections
 from projections.tables import checkpoints
-from services.log import ClaimLog, Delivery
+from services.log import ClaimLog, Delivery, NatsTls
 from services.projector.runner import claim_partition
 from services.rebuild.bulk_build import drop_secondary, restore_secondary
 from services.rebuild.generations import Generations
 from services.rebuild.worker import REPLAY_BATCH, partition_main
-from services.runtime.compose import stream_spec
+from services.runtime.compose import nats_tls, stream_spec
 from services.runtime.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ async def build_in_parallel(
     generations.engine(number).dispose()  # the first worker's scratch engine must be the file's only one
     places = [generations.place(number)] + [generations.partition(number, part) for part in range(1, parts)]
     started = time.monotonic()
-    await _fold(claim_log, nats_url, stream_spec(settings), places, head, name, progress)
+    await _fold(claim_log, nats_url, stream_spec(settings), places, head, name, progress, nats_tls(settings))
     folded = time.monotonic()
     with generations.building(number) as target:
         drop_secondary(target)  # the merge copies rows in bare; each index is then built once (bulk_build.py)
@@ -69,7 +69,9 @@ async def build_in_parallel(
         conn.execute(checkpoints.insert(), [{"name": p.name, "version": p.version, "last_seq": head} for p in build_projections()])
 
 
-async def _fold(claim_log: ClaimLog, nats_url: str, spec, places: list, head: int, name: str, progress: Progress | None) -> None:
+async def _fold(
+    claim_log: ClaimLog, nats_url: str, spec, places: list, head: int, name: str, progress: Progress | None, tls: NatsTls | None = None
+) -> None:
     """Start a worker process per place, feed them the log through ``head``, and wait for them all.
 
     A failed read or a failed worker ends the fold at once: the other workers are stopped, and the
@@ -82,7 +84,7 @@ async def _fold(claim_log: ClaimLog, nats_url: str, spec, places: list, head: in
     workers = [
         context.Process(
             target=partition_main,
-            args=(nats_url, spec, place, part, parts, head, worker_consumer(name, part), counters[part], pipes[part][0]),
+            args=(nats_url, spec, place, part, parts, head, worker_consumer(name, part), counters[part], pipes[part][0], tls),
             name=f"claimlog-replay-p{part}",
             daemon=True,
         )

@@ -27,7 +27,7 @@ from services.rebuild.generations import Generations
 from services.rebuild.parallel import Progress, build_in_parallel, reader_consumer, worker_consumer
 from services.rebuild.some import PartialRebuildDisagrees, chosen_projections, copy_others, parked_in
 from services.rebuild.worker import REPLAY_BATCH
-from services.runtime.compose import nats_server, ready, stream_spec
+from services.runtime.compose import nats_server, nats_tls, ready, stream_spec
 from services.runtime.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ async def _build(
     or every projection by several processes when the log is large; then catch up with the head.
     Returns the sequence applied through."""
     async with nats_server(settings, role="projector") as url:
-        nc = await connect(url, name="claimlog-replay")
+        nc = await connect(url, name="claimlog-replay", tls=nats_tls(settings))
         claim_log = ClaimLog(nc, stream_spec(settings))
         name = f"{settings.projector_name}-replay-g{number}"
         parts = workers if workers is not None else default_workers()

@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 
 from projections.registry import build_projections
 from projections.tables import CONTROL_TABLES, metadata
-from services.log import ClaimLog, connect
+from services.log import ClaimLog, NatsTls, connect
 from services.log.reader import time_stored
 from services.projector.errors import CannotIsolateError
 from services.projector.runner import Runner, Scope
@@ -88,18 +88,18 @@ class _Fed:
         pass
 
 
-def partition_main(nats_url: str, spec, place: tuple[str, str | None], part: int, parts: int, head: int, name: str, counter, pipe: PipeEnd) -> None:
+def partition_main(nats_url: str, spec, place: tuple[str, str | None], part: int, parts: int, head: int, name: str, counter, pipe: PipeEnd, tls: NatsTls | None = None) -> None:
     """A worker process: fold share ``part`` of ``parts`` of the claims, through sequence ``head``, as sent on ``pipe``."""
     from services.runtime.compose import run
 
     feed = PipeFeed(pipe)
     try:
-        run(fold_partition(nats_url, spec, place, part, parts, head, name, counter, feed))
+        run(fold_partition(nats_url, spec, place, part, parts, head, name, counter, feed, tls))
     finally:
         feed.close()
 
 
-async def fold_partition(nats_url: str, spec, place, part: int, parts: int, head: int, name: str, counter, feed: PipeFeed) -> None:
+async def fold_partition(nats_url: str, spec, place, part: int, parts: int, head: int, name: str, counter, feed: PipeFeed, tls: NatsTls | None = None) -> None:
     from services.runtime.db import make_engine
 
     url, schema = place
@@ -116,7 +116,7 @@ async def fold_partition(nats_url: str, spec, place, part: int, parts: int, head
             log.warning("replay worker %s: %s; folding its share again without write-behind", part, error.__cause__)
             feed.close()
             clear_place(engine)
-        nc = await connect(nats_url, name=f"claimlog-replay-p{part}")
+        nc = await connect(nats_url, name=f"claimlog-replay-p{part}", tls=tls)
         claim_log = ClaimLog(nc, spec)
         try:
             await _fold_share(claim_log, engine, part, parts, head, name, counter, write_behind=False)

@@ -2,7 +2,8 @@
 
 ``claimlog up --cluster 3`` runs it: the same log, token store and roles as the embedded server, each
 node's store under ``<data dir>/node-<i>``, so losing one node loses nothing (every stream has
-CLAIMLOG_NATS_REPLICAS copies). The nodes' names and ports are chosen once and kept in
+CLAIMLOG_NATS_REPLICAS copies). Clients and the routes between the nodes speak TLS only, with certificates
+of the data directory's own authority (services/runtime/local_ca.py), which every claimlog client trusts. The nodes' names and ports are chosen once and kept in
 ``cluster.json``, so a second start finds the same cluster; ``nats.json`` names the running nodes the
 way it names the single embedded server, and every command finds them from the data directory.
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 import nats.errors
 
 from events.subjects import DEFAULT_PREFIX, DEFAULT_STREAM
-from services.log.servers import connect
+from services.log.servers import NatsTls, connect
 from services.runtime.embedded import (
     URL_FILE,
     EmbeddedNatsError,
@@ -30,12 +31,14 @@ from services.runtime.embedded import (
     nats_server_binary,
     write_server_config,
 )
+from services.runtime.local_ca import ServerCertificate, local_ca_file, server_certificates
 from services.runtime.nats_roles import role_passwords, with_credentials
 from services.runtime.processes import terminate
 
 log = logging.getLogger(__name__)
 CLUSTER_FILE = "cluster.json"
 CLUSTER_NAME = "claimlog"
+TLS_TIMEOUT_SECONDS = 5  # nats-server's default (0.5 s) is short for a handshake on a busy machine
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,11 @@ class LocalCluster:
         self.nodes = self._layout(size)
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
 
+    @property
+    def tls(self) -> NatsTls:
+        """What a client needs to reach the nodes: the data directory's authority."""
+        return NatsTls(ca=local_ca_file(self.data_dir))
+
     def _layout(self, size: int) -> list[Node]:
         kept = cluster_nodes(self.data_dir)
         if kept is not None and kept != size:
@@ -94,13 +102,14 @@ class LocalCluster:
 
     def start(self, *, timeout: float = 30.0) -> str:
         """Start every node and wait until each accepts connections; returns the admin role's URL."""
+        server_certificates(self.data_dir, [node.name for node in self.nodes])
         for node in self.nodes:
             self.start_node(node.name)
         deadline = time.monotonic() + timeout
         for node in self.nodes:
             self._wait_for(node, deadline)
         with ThreadPoolExecutor(1) as thread:  # a loop of its own, whether or not the caller runs one
-            thread.submit(asyncio.run, jetstream_ready(self.url_for("admin"), deadline)).result()
+            thread.submit(asyncio.run, jetstream_ready(self.url_for("admin"), deadline, self.tls)).result()
         self._record()
         log.info("local NATS cluster of %s nodes serving %s", len(self.nodes), self.data_dir)
         return self.url_for("admin")
@@ -132,11 +141,15 @@ class LocalCluster:
 
     def _write_config(self, node: Node) -> Path:
         routes = "\n".join(f"    nats://127.0.0.1:{other.route_port}" for other in self.nodes)
+        certificate = server_certificates(self.data_dir, [node.name])[node.name]
         return write_server_config(
-            node.home / "nats-server.conf", f'listen: "127.0.0.1:{node.port}"\nserver_name: "{node.name}"\n',
+            node.home / "nats-server.conf",
+            f'listen: "127.0.0.1:{node.port}"\nserver_name: "{node.name}"\n' + tls_block(certificate, verify=False),
             store_dir=node.home / "jetstream", sync=self.sync, data_dir=self.data_dir, stream=self.stream,
             prefix=self.prefix,
-            tail=f'cluster {{\n  name: "{CLUSTER_NAME}"\n  listen: "127.0.0.1:{node.route_port}"\n  routes: [\n{routes}\n  ]\n}}\n',
+            tail=f'cluster {{\n  name: "{CLUSTER_NAME}"\n  listen: "127.0.0.1:{node.route_port}"\n'
+            + tls_block(certificate, verify=True, indent="  ")
+            + f"  routes: [\n{routes}\n  ]\n}}\n",
         )
 
     def _wait_for(self, node: Node, deadline: float) -> None:
@@ -171,10 +184,25 @@ class LocalCluster:
         self.stop()
 
 
-async def jetstream_ready(url: str, deadline: float) -> None:
+def tls_block(certificate: ServerCertificate, *, verify: bool, indent: str = "") -> str:
+    """A nats-server ``tls`` block serving ``certificate``; ``verify``: the peer must present one of the
+    same authority too (the routes: only the cluster's own nodes may join it)."""
+    lines = [
+        "tls {",
+        f"  cert_file: {json.dumps(str(certificate.cert))}",
+        f"  key_file: {json.dumps(str(certificate.key))}",
+        f"  ca_file: {json.dumps(str(certificate.ca))}",
+        f"  verify: {'true' if verify else 'false'}",
+        f"  timeout: {TLS_TIMEOUT_SECONDS}",
+        "}",
+    ]
+    return "".join(f"{indent}{line}\n" for line in lines)
+
+
+async def jetstream_ready(url: str, deadline: float, tls: NatsTls | None = None) -> None:
     """Wait until the cluster has elected its JetStream leader, and every stream it holds a leader of its own
     (after a restart each stream elects one anew; until then it answers nothing)."""
-    nc = await connect(url, name="claimlog-cluster-start")
+    nc = await connect(url, name="claimlog-cluster-start", tls=tls)
     try:
         while not await _leaders_elected(nc):
             if time.monotonic() > deadline:

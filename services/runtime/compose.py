@@ -14,12 +14,13 @@ import nats.errors
 
 from events.subjects import LogLayout
 from services.actors import actors_bucket
-from services.log import ClaimLog, LogConfigError, StreamSpec, connect
+from services.log import ClaimLog, LogConfigError, NatsTls, StreamSpec, connect
 from services.log.durability import warn_if_server_not_synced
 from services.log.replication import ensure_bucket_replicas
 from services.projector.leases import BUCKET as LEASES_BUCKET
 from services.runtime.cluster import LocalCluster, cluster_nodes
 from services.runtime.embedded import EmbeddedNats, running_url
+from services.runtime.local_ca import local_ca_file
 from services.runtime.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,26 @@ def nats_replicas(settings: Settings) -> int:
     """CLAIMLOG_NATS_REPLICAS; on the data directory's own cluster, at least as many as it has nodes (up to 3)."""
     nodes = None if settings.nats_url else cluster_nodes(settings.data_dir)
     return max(settings.nats_replicas, min(nodes or 1, 3))
+
+
+def nats_tls(settings: Settings) -> NatsTls | None:
+    """How this process secures its NATS connections: CLAIMLOG_NATS_TLS_CA (and a client certificate) when set;
+    else, on the data directory's own local cluster, its authority; else none (the embedded single server
+    listens on loopback only, in plain text, as it always has)."""
+    if settings.nats_tls_ca or settings.nats_tls_cert:
+        return NatsTls(settings.nats_tls_ca, settings.nats_tls_cert, settings.nats_tls_key)
+    if not settings.nats_url and cluster_nodes(settings.data_dir) and local_ca_file(settings.data_dir).exists():
+        return NatsTls(ca=local_ca_file(settings.data_dir).resolve())
+    return None
+
+
+def tls_env(settings: Settings) -> dict[str, str]:
+    """The TLS settings a child process needs to reach the same NATS (which the child finds by its URL alone)."""
+    tls = nats_tls(settings)
+    if tls is None:
+        return {}
+    named = {"CLAIMLOG_NATS_TLS_CA": tls.ca, "CLAIMLOG_NATS_TLS_CERT": tls.cert, "CLAIMLOG_NATS_TLS_KEY": tls.key}
+    return {name: str(path) for name, path in named.items() if path is not None}
 
 
 @asynccontextmanager
@@ -97,7 +118,7 @@ async def open_log(
     async with nats_server(settings, role=role) as url:
         if role == "writer" and not settings.nats_url:
             await ensure_log(settings)
-        nc = await connect(url, name=client_name, first_connect_seconds=settings.nats_connect_seconds)
+        nc = await connect(url, name=client_name, first_connect_seconds=settings.nats_connect_seconds, tls=nats_tls(settings))
         try:
             claim_log = ClaimLog(nc, stream_spec(settings))
             await ready(claim_log, create=role != "reader" if create is None else create)

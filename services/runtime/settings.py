@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from events.subjects import DEFAULT_PARTITIONS, DEFAULT_PREFIX, DEFAULT_STREAM, MAX_PARTITIONS, TOKEN
@@ -32,6 +32,12 @@ class Settings(BaseSettings):
     nats_connect_seconds: float = Field(
         default=10.0, gt=0, le=600, description="How long a process waits for its first connection to NATS before it fails."
     )
+    nats_tls_ca: Path | None = Field(
+        default=None,
+        description="The authority whose certificates the NATS servers present (TLS); unset: the local cluster's own, else none.",
+    )
+    nats_tls_cert: Path | None = Field(default=None, description="This client's certificate, for NATS servers that ask for one.")
+    nats_tls_key: Path | None = Field(default=None, description="The key of CLAIMLOG_NATS_TLS_CERT.")
     database_url: str | None = Field(default=None, description="SQLAlchemy URL; unset uses SQLite in data_dir.")
     stream: str = Field(default=DEFAULT_STREAM, pattern=r"^[A-Za-z0-9_-]+$", description="The JetStream stream holding the log.")
     subject_prefix: str = Field(
@@ -85,6 +91,12 @@ class Settings(BaseSettings):
         default=["Authorization", "Content-Type", "Idempotency-Key", "If-Match", "Claimlog-After"],
         description="The request headers those frontends may send, comma-separated.",
     )
+
+    @model_validator(mode="after")
+    def _cert_with_key(self) -> Settings:
+        if (self.nats_tls_cert is None) != (self.nats_tls_key is None):
+            raise ValueError("CLAIMLOG_NATS_TLS_CERT and CLAIMLOG_NATS_TLS_KEY go together: set both, or neither")
+        return self
 
     @field_validator("cors_allow_origins", "cors_allow_methods", "cors_allow_headers", mode="before")
     @classmethod

@@ -18,7 +18,7 @@ from services.ingest.pages import sample_pages
 from services.log.servers import redact
 from services.rebuild.generations import Generations
 from services.runtime.cluster import LocalCluster, cluster_nodes
-from services.runtime.compose import ensure_log, local_server, nats_replicas
+from services.runtime.compose import ensure_log, local_server, nats_replicas, nats_tls, tls_env
 from services.runtime.embedded import EmbeddedNats, EmbeddedNatsError, running_url
 from services.runtime.nats_roles import USERS_FILE
 from services.runtime.settings import Settings
@@ -83,7 +83,7 @@ def _start_nats(settings: Settings, cluster: int | None) -> EmbeddedNats | Local
 
 def _children(settings: Settings, host: str, port: int) -> list[Child]:
     """The projector and the API, each with its own role's credentials and the replicas up settled on."""
-    replicas = {"CLAIMLOG_NATS_REPLICAS": str(settings.nats_replicas)}
+    replicas = {"CLAIMLOG_NATS_REPLICAS": str(settings.nats_replicas)} | tls_env(settings)
     return [
         Child("projector", service_argv("projector"), child_env(role_url(settings, "projector")) | replicas),
         Child("api", service_argv("api", "--host", host, "--port", str(port)), child_env(role_url(settings, "writer")) | replicas),
@@ -109,8 +109,12 @@ def role_url(settings: Settings, role: str) -> str:
 
 
 def as_role(settings: Settings, role: str) -> Settings:
-    """The settings, pointed at NATS with ``role``'s credentials."""
-    return settings.model_copy(update={"nats_url": role_url(settings, role)})
+    """The settings, pointed at NATS with ``role``'s credentials (and the TLS it needs there)."""
+    tls = nats_tls(settings)
+    update = {"nats_url": role_url(settings, role)}
+    if tls is not None:
+        update |= {"nats_tls_ca": tls.ca, "nats_tls_cert": tls.cert, "nats_tls_key": tls.key}
+    return settings.model_copy(update=update)
 
 
 def _wait_healthy(base: str, supervisor: Supervisor, timeout: float = 60.0) -> None:

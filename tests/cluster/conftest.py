@@ -50,7 +50,7 @@ def pg_engine(postgres_url: str) -> Iterator[Engine]:
 @pytest.fixture
 async def replicated_log(cluster: LocalCluster) -> AsyncIterator[ClaimLog]:
     """The log and the token store on the cluster, three copies of each."""
-    nc = await connect(cluster.url_for("admin"))
+    nc = await connect(cluster.url_for("admin"), tls=cluster.tls)
     try:
         claim_log = ClaimLog(nc, StreamSpec("CLAIMS", replicas=3))
         await claim_log.ensure()

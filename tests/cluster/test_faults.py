@@ -115,7 +115,7 @@ async def test_killing_the_log_leader_then_the_token_store_leader_loses_no_ackno
     assert drafted[writer.unanswered] <= 1
 
     await Projector(replicated_log, pg_engine, build_projections(), name="projector", batch=1000).run_until(head)
-    settings = Settings(nats_url=cluster.url_for("projector"), database_url=postgres_url, nats_replicas=3, data_dir=tmp_path)
+    settings = Settings(nats_url=cluster.url_for("projector"), nats_tls_ca=cluster.tls.ca, database_url=postgres_url, nats_replicas=3, data_dir=tmp_path)
     generations = Generations(postgres_url)
     try:
         await assert_equals_a_full_rebuild(settings, generations, 0)

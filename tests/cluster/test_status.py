@@ -22,7 +22,8 @@ pytestmark = pytest.mark.cluster
 
 def status(cluster: LocalCluster, postgres_url: str) -> tuple[int, dict]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAIMLOG_")}
-    env |= {"CLAIMLOG_NATS_URL": cluster.url_for("admin"), "CLAIMLOG_DATABASE_URL": postgres_url, "CLAIMLOG_NATS_REPLICAS": "3"}
+    env |= {"CLAIMLOG_NATS_URL": cluster.url_for("admin"), "CLAIMLOG_DATABASE_URL": postgres_url, "CLAIMLOG_NATS_REPLICAS": "3",
+            "CLAIMLOG_NATS_TLS_CA": str(cluster.tls.ca)}
     done = subprocess.run(
         [sys.executable, "-m", "services.cli", "status", "--json"], env=env, capture_output=True, text=True, timeout=60
     )

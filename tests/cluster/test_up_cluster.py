@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from services.log import connect
+from services.log import NatsTls, connect
 from services.runtime.embedded import running_url
+from services.runtime.local_ca import local_ca_file
 from tests.e2e.test_up import alive, free_port, wait_for_page
 
 pytestmark = pytest.mark.cluster
@@ -32,7 +33,7 @@ def run(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProce
 
 async def replicas(data_dir: Path) -> dict[str, tuple[int, int]]:
     """Each stream's configured replicas and the peers holding it."""
-    nc = await connect(running_url(data_dir, "admin"))
+    nc = await connect(running_url(data_dir, "admin"), tls=NatsTls(ca=local_ca_file(data_dir)))
     try:
         infos = [await nc.jetstream().stream_info(name) for name in ("CLAIMS", "KV_claimlog_actors")]
         return {i.config.name: (i.config.num_replicas, 1 + len(i.cluster.replicas or [])) for i in infos}

@@ -13,16 +13,37 @@ import yaml
 
 from services.log.servers import server_list
 from services.runtime.embedded import nats_server_binary
+from services.runtime.local_ca import issue_certificates
 from services.runtime.nats_roles import ROLES, authorization_config, password_variable
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 PASSWORDS = {password_variable(role): f"p{role}0secret" for role in ROLES}
 
 
+NODES = ("nats-1", "nats-2", "nats-3")
+MOUNTED_TLS = "/etc/nats/tls/"
+
+
+@pytest.fixture(scope="module")
+def tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `claimlog certs deploy/tls nats-1 nats-2 nats-3` makes, where the nodes' configs look for it."""
+    directory = tmp_path_factory.mktemp("deploy") / "tls"
+    issue_certificates(directory, list(NODES))
+    return directory
+
+
+def checkable(config: Path, tls_dir: Path, tmp_path: Path) -> Path:
+    """The node's config beside users.conf, reading its certificates from ``tls_dir`` instead of the mount."""
+    copy = tmp_path / config.name
+    copy.write_text(config.read_text().replace(MOUNTED_TLS, f"{tls_dir}/"))
+    (tmp_path / "users.conf").write_text((DEPLOY / "nats" / "users.conf").read_text())
+    return copy
+
+
 @pytest.mark.parametrize("config", sorted((DEPLOY / "nats").glob("nats-*.conf")), ids=lambda p: p.name)
-def test_nats_cluster_configs_are_valid_and_flush_before_acknowledging(config: Path):
+def test_nats_cluster_configs_are_valid_and_flush_before_acknowledging(config: Path, tls_dir: Path, tmp_path: Path):
     result = subprocess.run(
-        [str(nats_server_binary()), "-t", "-c", str(config)],
+        [str(nats_server_binary()), "-t", "-c", str(checkable(config, tls_dir, tmp_path))],
         capture_output=True, text=True, env={**os.environ, **PASSWORDS},
     )
     assert result.returncode == 0, result.stderr
@@ -30,8 +51,30 @@ def test_nats_cluster_configs_are_valid_and_flush_before_acknowledging(config: P
     assert "include ./users.conf" in config.read_text()
 
 
-def test_a_cluster_node_does_not_start_without_every_password():
-    config = DEPLOY / "nats" / "nats-1.conf"
+@pytest.mark.parametrize("node", NODES)
+def test_each_node_serves_its_own_certificate_to_clients_and_on_the_routes_which_check_the_peer_s(node: str):
+    text = (DEPLOY / "nats" / f"{node}.conf").read_text()
+    client, routes = text.split("\ncluster {")
+    own = (f"cert_file: {MOUNTED_TLS}{node}.crt", f"key_file: {MOUNTED_TLS}{node}.key", f"ca_file: {MOUNTED_TLS}ca.pem")
+    assert "tls {" in client and all(line in client for line in own) and "verify" not in client
+    assert "tls {" in routes and all(line in routes for line in own) and "verify: true" in routes
+
+
+def test_the_nodes_mount_their_own_key_only_and_the_services_trust_the_authority():
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    for node in NODES:
+        mounted = {volume.split(":")[1]: volume.split(":")[0] for volume in services[node]["volumes"]}
+        keys = {target for target in mounted if target.endswith(".key")}
+        assert keys == {f"{MOUNTED_TLS}{node}.key"} and mounted[f"{MOUNTED_TLS}{node}.key"] == f"./tls/{node}.key"
+        assert mounted[f"{MOUNTED_TLS}ca.pem"] == "./tls/ca.pem"
+    for name in ("stream", "projector", "api"):
+        ca = services[name]["environment"]["CLAIMLOG_NATS_TLS_CA"]
+        assert f"./tls/ca.pem:{ca}:ro" in services[name]["volumes"]
+        assert not any(".key" in volume for volume in services[name]["volumes"])
+
+
+def test_a_cluster_node_does_not_start_without_every_password(tls_dir: Path, tmp_path: Path):
+    config = checkable(DEPLOY / "nats" / "nats-1.conf", tls_dir, tmp_path)
     env = {k: v for k, v in {**os.environ, **PASSWORDS}.items() if k != password_variable("reader")}
     result = subprocess.run([str(nats_server_binary()), "-t", "-c", str(config)], capture_output=True, text=True, env=env)
     assert result.returncode != 0
@@ -82,3 +125,18 @@ def test_every_service_runs_a_claimlog_command_that_exists_with_every_copy_the_n
         assert {word for word in words if word.startswith("--")} <= options, name
     nodes = [name for name in services if name.startswith("nats-")]
     assert services["migrate"]["environment"]["CLAIMLOG_NATS_REPLICAS"] == str(len(nodes)) == "3"
+
+
+def test_claimlog_certs_makes_what_the_nodes_mount_keys_owner_only_the_authority_readable(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from services.cli import app
+
+    directory = tmp_path / "tls"
+    result = CliRunner().invoke(app, ["certs", str(directory), *NODES])
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in directory.iterdir()} == {"ca.pem", "ca-key.pem"} | {f"{n}.{x}" for n in NODES for x in ("crt", "key")}
+    modes = {p.name: p.stat().st_mode & 0o777 for p in directory.iterdir()}
+    assert modes.pop("ca.pem") == 0o644 and set(modes.values()) == {0o600}
+    again = CliRunner().invoke(app, ["certs", str(directory), *NODES])  # kept, not made anew
+    assert again.exit_code == 0 and (directory / "nats-1.key").stat().st_mtime == (directory / "nats-1.key").stat().st_mtime
