@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, func, insert, select, update
 from sqlalchemy.exc import InterfaceError, InternalError, NotSupportedError, ProgrammingError
 
 from projections.base import Projection, Record
@@ -27,16 +27,19 @@ SYSTEMIC = (ProgrammingError, InternalError, InterfaceError, NotSupportedError)
 REASON_LIMIT = 2000
 
 
-def lock_checkpoints(conn: Connection) -> None:
+def lock_checkpoints(conn: Connection, *rows: ColumnElement[bool]) -> None:
     """Take the write lock on the checkpoints first, so the projector and a retry take turns on parked claims.
 
-    On SQLite it also opens the transaction for writing before any SAVEPOINT (the driver would otherwise
-    let the outermost savepoint's release commit). On PostgreSQL the rows are locked in one order first,
-    so that the shares of a projector (one row each) taking them all at once cannot deadlock.
+    ``rows`` narrows it to the checkpoint rows a writer commits (its partition's): writers of other
+    partitions go on committing meanwhile, and ``claimlog parked retry``, which locks every row,
+    still takes turns with each. On SQLite it also opens the transaction for writing before any
+    SAVEPOINT (the driver would otherwise let the outermost savepoint's release commit); the database
+    file has one writer at a time there anyway. On PostgreSQL the rows are locked in one order first,
+    so that writers taking several at once cannot deadlock.
     """
     if conn.dialect.name == "postgresql":
-        conn.execute(select(checkpoints.c.name).order_by(checkpoints.c.name, checkpoints.c.share).with_for_update())
-    conn.execute(update(checkpoints).values(last_seq=checkpoints.c.last_seq))
+        conn.execute(select(checkpoints.c.name).where(*rows).order_by(checkpoints.c.name, checkpoints.c.share).with_for_update())
+    conn.execute(update(checkpoints).where(*rows).values(last_seq=checkpoints.c.last_seq))
 
 
 def parked_claims(conn: Connection, claim_ids: Sequence[str] | None = None) -> dict[str, int]:
@@ -87,16 +90,19 @@ class Parking:
         """Read the parked claims (at the projector's start, and after a generation switch)."""
         self.claims = parked_claims(conn)
 
-    def hold_back(self, conn: Connection, records: list[Record], subjects: dict[int, str]) -> tuple[list[Record], list[dict], bool]:
+    def hold_back(
+        self, conn: Connection, records: list[Record], subjects: dict[int, str], *, rows: tuple[ColumnElement[bool], ...] = ()
+    ) -> tuple[list[Record], list[dict], bool]:
         """The records to apply, rows parking those of parked claims, and whether a claim was released.
 
         Costs nothing unless the batch touches a parked claim; then the table is read again under the
-        checkpoints' lock, since ``claimlog parked retry`` (another process) may have released it.
+        lock of the committing partition's checkpoint ``rows``, since ``claimlog parked retry`` (another
+        process, which locks them all) may have released it.
         """
         touched = {r.event.claim_id for r in records if r.event.claim_id in self.claims} if self.claims else None
         if not touched:
             return records, [], False
-        lock_checkpoints(conn)
+        lock_checkpoints(conn, *rows)
         still = parked_claims(conn, sorted(touched))
         released = touched - still.keys()
         for claim_id in released:

@@ -147,7 +147,7 @@ class CheckpointedWriter:
         try:
             with self.engine.connect() as conn:
                 transaction = conn.begin()
-                applying, parked = self._hold_back(conn, records, subjects)
+                applying, parked = self._hold_back(conn, records, subjects, partition)
                 for projection in self.projections:
                     projection.apply_batch(conn, applying)
                 if not self._finish(conn, unreadable, parked, advance):
@@ -168,8 +168,8 @@ class CheckpointedWriter:
             log.warning("a batch through sequence %s failed (%s: %s): finding the claim", through, type(failure).__name__, failure)
             return self._isolate(records, unreadable, subjects, advance, failure)
 
-    def _hold_back(self, conn: Connection, records: list[Record], subjects: dict[int, str]) -> tuple[list[Record], list[dict]]:
-        applying, parked, released = self._parking.hold_back(conn, records, subjects)
+    def _hold_back(self, conn: Connection, records: list[Record], subjects: dict[int, str], partition: int) -> tuple[list[Record], list[dict]]:
+        applying, parked, released = self._parking.hold_back(conn, records, subjects, rows=self._row(partition))
         if released:
             self.forget()  # a retry rewrote the released claims' rows: what is cached of them is stale
         return applying, parked
@@ -179,8 +179,8 @@ class CheckpointedWriter:
         forget()
         with self.engine.connect() as conn:
             transaction = conn.begin()
-            lock_checkpoints(conn)  # before the first savepoint (see lock_checkpoints)
-            applying, parked = self._hold_back(conn, records, subjects)
+            lock_checkpoints(conn, *self._row(advance["partition"]))  # this partition's, before the first savepoint
+            applying, parked = self._hold_back(conn, records, subjects, advance["partition"])
             rows, newly = isolate(conn, self.projections, applying, subjects, forget=forget, never_park=NEVER_PARK)
             if not self._finish(conn, unreadable, sorted(parked + rows, key=lambda row: row["seq"]), advance):
                 transaction.rollback()
