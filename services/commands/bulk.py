@@ -77,6 +77,7 @@ class BulkIngest:
         self._redo: list[tuple[int, Line]] = []  # lines to decide again, smallest number first
         self._attempts: dict[int, int] = {}
         self._ahead: deque[Parsed | Line | LineError] = deque()
+        self._coming: tuple[list, asyncio.Future] | None = None  # the next lines, and the reading of their claims
         self.report = BulkReport()
 
     async def run(self, items: Iterable[Parsed | Line | LineError]) -> BulkReport:
@@ -84,12 +85,16 @@ class BulkIngest:
         if not await stream_takes_batches(self._log.nc, self._log.stream):
             return await self._pipelined(items)
         source = iter(items)
-        async with AtomicBatches(self._log.nc, self._log.stream, layout=self._log.layout) as self._batches:
-            while (item := await self._next(source)) is not None or await self._flush():
-                if isinstance(item, LineError):
-                    self._finish_line(item.number, item)
-                elif item is not None:
-                    await self._take(item)
+        try:
+            async with AtomicBatches(self._log.nc, self._log.stream, layout=self._log.layout) as self._batches:
+                while (item := await self._next(source)) is not None or await self._flush():
+                    if isinstance(item, LineError):
+                        self._finish_line(item.number, item)
+                    elif item is not None:
+                        await self._take(item)
+        finally:
+            if self._coming is not None and not self._coming[1].done():
+                self._coming[1].cancel()
         self.report.rejected.sort(key=lambda e: e.number)
         return self.report
 
@@ -97,10 +102,20 @@ class BulkIngest:
         if self._redo:
             return heapq.heappop(self._redo)[1]
         if not self._ahead:
-            self._ahead.extend(itertools.islice(source, self._read_ahead))
-            self.report.lines += len(self._ahead)
-            await self._claims.prefetch({c for item in self._ahead if not isinstance(item, LineError) for c in _claims_named(item)})
+            if self._coming is None:
+                self._coming = self._read_ahead_of(source)
+            lines, reading = self._coming
+            await reading
+            self._ahead.extend(lines)
+            self.report.lines += len(lines)
+            # The lines after these are read now, and their claims fetched while these are decided.
+            self._coming = self._read_ahead_of(source) if lines else ([], _done())
         return self._ahead.popleft() if self._ahead else None
+
+    def _read_ahead_of(self, source: Iterator[Parsed | Line | LineError]) -> tuple[list, asyncio.Task]:
+        lines = list(itertools.islice(source, self._read_ahead))
+        claims = {c for item in lines if not isinstance(item, LineError) for c in _claims_named(item)}
+        return lines, asyncio.ensure_future(self._claims.prefetch(claims))
 
     async def _take(self, item: Parsed | Line) -> None:
         claim_id = item.command.claim_id
@@ -232,6 +247,12 @@ class BulkIngest:
         self.report.lines -= len(lines)
         ingest = PipelinedIngest(self._log, self._actor, window=self._window, clock=self._clock, on_line=self._on_line, report=self.report)
         return await ingest.run(lines)
+
+
+def _done() -> asyncio.Future[None]:
+    done = asyncio.get_running_loop().create_future()
+    done.set_result(None)
+    return done
 
 
 def _claims_named(item: Parsed | Line) -> set[str]:

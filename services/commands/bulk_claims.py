@@ -37,6 +37,7 @@ class ClaimCache:
     def __init__(self, log: ClaimLog, *, capacity: int = DEFAULT_CAPACITY) -> None:
         self._log, self._capacity = log, capacity
         self._slots: OrderedDict[str, ClaimSlot] = OrderedDict()
+        self._touched: set[str] | None = None  # claims read, held or evicted while a prefetch runs
 
     def peek(self, claim_id: str) -> ClaimSlot | None:
         """The claim's slot if it is held and usable as it is (no read needed), else None."""
@@ -52,6 +53,7 @@ class ClaimCache:
         if slot is not None and not slot.stale:
             self._slots.move_to_end(claim_id)
             return slot
+        self._touch(claim_id)
         state = claim_state(claim_id, await self._log.read_claim(claim_id))
         fresh = ClaimSlot(state, state.head_seq, copies=slot.copies if slot else Counter())
         self._slots[claim_id] = fresh
@@ -60,30 +62,41 @@ class ClaimCache:
         return fresh
 
     async def prefetch(self, claim_ids: set[str]) -> None:
-        """Read the claims not held, many at once (a file's next lines name them before they are decided)."""
-        missing = [c for c in claim_ids if c not in self._slots or self._slots[c].stale]
+        """Read the claims not held, many at once (a file's next lines name them before they are decided).
+
+        It runs while other lines are decided: a claim that is read, held or evicted meanwhile keeps
+        what that left (its state may be newer than this read), and a claim held but stale is left to
+        ``get``, which reads it when it is used.
+        """
+        missing = [c for c in claim_ids if c not in self._slots]
         if not missing:
             return
-        existing = await self._log.claims_with_events(missing)
-        for claim_id in missing:
-            if claim_id not in existing:
-                self._put(claim_id, [])  # nothing to read: a claim with no events yet
-        reads = [c for c in missing if c in existing]
-        for start in range(0, len(reads), READS_AT_ONCE):
-            group = reads[start : start + READS_AT_ONCE]
-            for claim_id, stored in zip(group, await asyncio.gather(*(self._log.read_claim(c) for c in group)), strict=True):
-                self._put(claim_id, stored)
+        touched = self._touched = set()
+        try:
+            existing = await self._log.claims_with_events(missing)
+            for claim_id in missing:
+                if claim_id not in existing:
+                    self._put(claim_id, [], touched)  # nothing to read: a claim with no events yet
+            reads = [c for c in missing if c in existing]
+            for start in range(0, len(reads), READS_AT_ONCE):
+                group = reads[start : start + READS_AT_ONCE]
+                for claim_id, stored in zip(group, await asyncio.gather(*(self._log.read_claim(c) for c in group)), strict=True):
+                    self._put(claim_id, stored, touched)
+        finally:
+            self._touched = None
         self._evict(keep="")
 
-    def _put(self, claim_id: str, stored: list) -> None:
-        old = self._slots.get(claim_id)
+    def _put(self, claim_id: str, stored: list, touched: set[str]) -> None:
+        if claim_id in touched or claim_id in self._slots:
+            return
         state = claim_state(claim_id, stored)
-        self._slots[claim_id] = ClaimSlot(state, state.head_seq, copies=old.copies if old else Counter())
-        self._slots.move_to_end(claim_id)
+        self._slots[claim_id] = ClaimSlot(state, state.head_seq)
 
     def hold(self, claim_id: str, slot: ClaimSlot) -> None:
         """Keep a slot that has just got events waiting (reading other claims may have pushed it out)."""
-        self._slots.setdefault(claim_id, slot)
+        if claim_id not in self._slots:
+            self._touch(claim_id)
+            self._slots[claim_id] = slot
 
     def held(self, claim_id: str) -> ClaimSlot:
         """A slot known to be held (one with events waiting)."""
@@ -92,6 +105,7 @@ class ClaimCache:
     def forget(self, claim_ids) -> None:
         """Mark claims whose held state may be wrong (a refused batch): the next use reads them again."""
         for claim_id in claim_ids:
+            self._touch(claim_id)
             slot = self._slots.get(claim_id)
             if slot is not None:
                 slot.stale, slot.unacked = True, 0
@@ -108,3 +122,8 @@ class ClaimCache:
                 checked += 1
             else:
                 del self._slots[claim_id]
+                self._touch(claim_id)
+
+    def _touch(self, claim_id: str) -> None:
+        if self._touched is not None:
+            self._touched.add(claim_id)  # a prefetch running meanwhile leaves it as it is

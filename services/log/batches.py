@@ -81,13 +81,17 @@ class AtomicBatches:
         reply = f"{self._prefix}.{token}"
         if self._blocks:
             await self._nc.publish_blocks(list(_blocks(shares, batch_id, reply, self._layout)))
-            return future
-        messages = [m for share in shares for m in _messages(share, self._layout)]
-        for number, (subject, data, headers) in enumerate(messages, start=1):
-            headers["Nats-Batch-Id"], headers["Nats-Batch-Sequence"] = batch_id, str(number)
-            if number == count:
-                headers["Nats-Batch-Commit"] = "1"
-            await self._nc.publish(subject, data, reply=reply if number == count else "", headers=headers)
+        else:
+            messages = [m for share in shares for m in _messages(share, self._layout)]
+            for number, (subject, data, headers) in enumerate(messages, start=1):
+                headers["Nats-Batch-Id"], headers["Nats-Batch-Sequence"] = batch_id, str(number)
+                if number == count:
+                    headers["Nats-Batch-Commit"] = "1"
+                await self._nc.publish(subject, data, reply=reply if number == count else "", headers=headers)
+        # nats-py's flusher task writes what was published once the event loop runs it; a caller that
+        # goes on deciding the next batch without awaiting would hold this one back until it next waits,
+        # and the server would sync it only then instead of meanwhile.
+        await asyncio.sleep(0)
         return future
 
     async def commit(self, shares: Sequence[ClaimShare], *, timeout: float = ACK_TIMEOUT) -> int:

@@ -102,16 +102,17 @@ async def test_a_reference_waits_for_the_drafts_acknowledgement_across_batches(c
     assert report.accepted == 5 and await claim_log.head() == 5
 
 
-async def test_a_small_claim_cache_reads_evicted_claims_again_and_a_rerun_publishes_nothing(claim_log: ClaimLog, tmp_path: Path):
+@pytest.mark.parametrize("read_ahead", [2000, 16])  # 16: the next lines' claims are read while claims come and go
+async def test_a_small_claim_cache_reads_evicted_claims_again_and_a_rerun_publishes_nothing(claim_log: ClaimLog, tmp_path: Path, read_ahead: int):
     path = tmp_path / "commands.jsonl"
     lines = write_commands(path, claims=300, per_claim=5)
     # interleave the claims so that each comes back after many others have pushed it out of the cache
     rows = path.read_text().splitlines()
     path.write_text("".join(rows[c * 5 + k] + "\n" for k in range(5) for c in range(300)))
-    first = await BulkIngest(claim_log, BOT, batch=64, capacity=8).run(iter_commands(path))
+    first = await BulkIngest(claim_log, BOT, batch=64, capacity=8, read_ahead=read_ahead).run(iter_commands(path))
     assert (first.accepted, first.rejected) == (lines, [])
     assert await claim_log.head() == lines
-    again = await BulkIngest(claim_log, BOT, capacity=8).run(iter_commands(path))
+    again = await BulkIngest(claim_log, BOT, capacity=8, read_ahead=read_ahead).run(iter_commands(path))
     assert (again.accepted, again.present, again.rejected) == (0, lines, [])
     assert await claim_log.head() == lines
 
@@ -156,3 +157,18 @@ async def test_pages_import_in_one_batch_and_a_page_whose_claim_moved_meanwhile_
     assert stored[0].event.actor.id == WRITER.id and len(stored) == outcomes[1].published + 1
     again = await import_pages(claim_log, pages)
     assert [o.published for o in again] == [0, 0, 0] and await claim_log.head() == head
+
+
+async def test_a_claim_held_while_its_read_ahead_is_under_way_keeps_the_held_state(claim_log: ClaimLog, tmp_path: Path):
+    from services.commands.bulk_claims import ClaimCache, ClaimSlot
+
+    write_lines(tmp_path / "setup.jsonl", [draft("CLM-0001")])
+    await BulkIngest(claim_log, BOT).run(iter_commands(tmp_path / "setup.jsonl"))
+    cache = ClaimCache(claim_log, capacity=8)
+    reading = asyncio.ensure_future(cache.prefetch({"CLM-0001", "CLM-0002"}))
+    await asyncio.sleep(0)  # the read has started: it waits for the server
+    deciding = ClaimSlot(claim_state("CLM-0001", []), acked_seq=1, unacked=3)  # a decision got there first
+    cache.hold("CLM-0001", deciding)
+    await reading
+    assert cache.held("CLM-0001") is deciding
+    assert cache.held("CLM-0002").acked_seq == 0
