@@ -129,7 +129,7 @@ _IN_BATCH = b"Nats-Batch-Id: %s\r\nNats-Batch-Sequence: %d\r\n"
 
 def _blocks(shares: Sequence[ClaimShare], batch_id: str, reply: str, layout: LogLayout) -> Iterator[tuple[str, str, bytes, bytes]]:
     """The batch's messages as ``(subject, reply, header block, payload)``: the blocks ``encode_headers``
-    makes of ``_messages``' headers (tests/unit/test_log_formats.py compares them), written directly. Every
+    makes of ``_messages``' headers (tests/unit/test_batch_blocks.py compares them), written directly. Every
     value is safe in a block as it is: message ids are UUIDs, the claim filter is made
     of a checked claim id, the batch id is hex."""
     batch, number, last = batch_id.encode(), 0, sum(len(share.linked) for share in shares)
