@@ -56,6 +56,16 @@ UPCASTERS[("SourceAttached", 1)] = _imported_from_a_page
 UPCASTERS[("ClaimsRelated", 1)] = _imported_from_a_page
 
 
+# Version 2 of disagreements and reviews may say which page they were imported from and who it says wrote
+# them. No version 1 event was imported (imports wrote only drafts, sources and relations): nothing to add.
+def _not_imported(raw: dict[str, Any]) -> dict[str, Any]:
+    return raw
+
+
+for _kind in ("DisagreementFiled", "DisagreementAnswered", "DisagreementResolved", "ReviewRecorded", "ReviewWithdrawn"):
+    UPCASTERS[(_kind, 1)] = _not_imported
+
+
 class UnknownEventError(ValueError):
     """Bytes that are not an event this code can read: says why."""
 

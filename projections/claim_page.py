@@ -115,18 +115,21 @@ def _source_withdrawn(page: ClaimPage, event: SourceWithdrawn, stamp: Stamp) -> 
 
 
 def _disagreement_filed(page: ClaimPage, event: DisagreementFiled, stamp: Stamp) -> None:
+    stamp = _credited(stamp, event)
     if _find(page, page.disagreements, "disagreement_id", event.disagreement_id) is None:
         fields = _fields(event, "disagreement_id", "argument", "source_id", "evidence")
         page.disagreements.append(DisagreementView(**fields, filed=stamp, answers=[]))
 
 
 def _disagreement_answered(page: ClaimPage, event: DisagreementAnswered, stamp: Stamp) -> None:
+    stamp = _credited(stamp, event)
     disagreement = _find(page, page.disagreements, "disagreement_id", event.disagreement_id)
     if disagreement is not None:
         disagreement.answers.append(Answer(stamp=stamp, answer=event.answer))
 
 
 def _disagreement_resolved(page: ClaimPage, event: DisagreementResolved, stamp: Stamp) -> None:
+    stamp = _credited(stamp, event)
     disagreement = _find(page, page.disagreements, "disagreement_id", event.disagreement_id)
     if disagreement is not None and disagreement.state == "open":
         disagreement.state = "resolved"
@@ -136,12 +139,14 @@ def _disagreement_resolved(page: ClaimPage, event: DisagreementResolved, stamp: 
 
 
 def _review_recorded(page: ClaimPage, event: ReviewRecorded, stamp: Stamp) -> None:
+    stamp = _credited(stamp, event)
     if _find(page, page.reviews, "review_id", event.review_id) is None:
         fields = _fields(event, "review_id", "reviewer_kind", "verdict", "confidence", "revision", "summary")
         page.reviews.append(ReviewView(**fields, recorded=stamp))
 
 
 def _review_withdrawn(page: ClaimPage, event: ReviewWithdrawn, stamp: Stamp) -> None:
+    stamp = _credited(stamp, event)
     review = _find(page, page.reviews, "review_id", event.review_id)
     if review is not None and review.state == "active":
         review.state = "withdrawn"
@@ -158,6 +163,14 @@ def _related(page: ClaimPage, event: ClaimsRelated, stamp: Stamp) -> None:
 
 def _unrelated(page: ClaimPage, event: ClaimsUnrelated, stamp: Stamp) -> None:
     page.related = [r for r in page.related if r.key != event.related_key]
+
+
+def _credited(stamp: Stamp, event: Event) -> Stamp:
+    """The stamp of an event a page import may have written, with the page and who it says wrote it."""
+    imported_from = getattr(event, "imported_from", None)
+    if imported_from is None and getattr(event, "written_by", None) is None:
+        return stamp
+    return Stamp(by=stamp.by, at=stamp.at, seq=stamp.seq, imported_from=imported_from, written_by=event.written_by)
 
 
 def _fields(event: Event, *names: str) -> dict:

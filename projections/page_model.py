@@ -27,6 +27,10 @@ class Stamp:
     by: Actor
     at: datetime
     seq: int
+    # Copied from a registry page (disagreements, reviews and what was done to them): the page, and who it
+    # says did it; ``by`` is then who imported it.
+    imported_from: str | None = None
+    written_by: Actor | None = None
 
 
 @dataclass(slots=True, kw_only=True)

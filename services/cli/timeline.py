@@ -119,6 +119,13 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
     return body
 
 
+def _said_by(stamp: dict) -> str:
+    """Who did it; for a part imported from a page, whom the page names and who imported it."""
+    if stamp.get("written_by"):
+        return f"{_who(stamp['written_by'])} (as {stamp.get('imported_from')} says; imported by {_who(stamp['by'])})"
+    return _who(stamp["by"])
+
+
 def _who(actor: dict | None) -> str:
     if not actor:
         return ""
@@ -178,11 +185,11 @@ def render_page(page: dict[str, Any]) -> Group:
         sources.add_row(s["source_id"], s["relation"], _source_text(s), brought, style=style)
     disagreements = Table("disagreement", "argument", "filed by", "state", title="Disagreements", title_justify="left")
     for d in page["disagreements"]:
-        disagreements.add_row(d["disagreement_id"], d["argument"], _who(d["filed"]["by"]), d["outcome"] or d["state"])
+        disagreements.add_row(d["disagreement_id"], d["argument"], _said_by(d["filed"]), d["outcome"] or d["state"])
     reviews = Table("review", "by", "verdict", "confidence", "revision", title="Reviews", title_justify="left")
     for r in page["reviews"]:
         style = "strike dim" if r["state"] == "withdrawn" else ""
-        reviews.add_row(r["review_id"], _who(r["recorded"]["by"]), r["verdict"], r["confidence"], str(r["revision"]), style=style)
+        reviews.add_row(r["review_id"], _said_by(r["recorded"]), r["verdict"], r["confidence"], str(r["revision"]), style=style)
     related = Table("related claim", "statement", title="Related", title_justify="left")
     for r in page["related"]:
         related.add_row(r["claim_id"] or "", r["statement"] or "")

@@ -25,6 +25,9 @@ EVENT_ID = Annotated[
     ),
 ]
 
+# Who a registry page says wrote a disagreement or review, and which page: only a page import, which
+# appends its events itself, says so; a command is its authenticated actor's own word.
+FROM_A_PAGE = frozenset({"imported_from", "written_by"})
 # command name -> (event type it produces, event fields the service decides rather than the body)
 COMMANDS: dict[str, tuple[str, frozenset[str]]] = {
     "draft_claim": ("ClaimDrafted", frozenset()),
@@ -34,12 +37,12 @@ COMMANDS: dict[str, tuple[str, frozenset[str]]] = {
     "attach_source": ("SourceAttached", frozenset()),
     "correct_source": ("SourceCorrected", frozenset()),
     "withdraw_source": ("SourceWithdrawn", frozenset()),
-    "file_disagreement": ("DisagreementFiled", frozenset()),
-    "answer_disagreement": ("DisagreementAnswered", frozenset()),
-    "resolve_disagreement": ("DisagreementResolved", frozenset()),
+    "file_disagreement": ("DisagreementFiled", FROM_A_PAGE),
+    "answer_disagreement": ("DisagreementAnswered", FROM_A_PAGE),
+    "resolve_disagreement": ("DisagreementResolved", FROM_A_PAGE),
     # A review's kind follows from who is authenticated: a person, or a model ("ai").
-    "record_review": ("ReviewRecorded", frozenset({"reviewer_kind"})),
-    "withdraw_review": ("ReviewWithdrawn", frozenset()),
+    "record_review": ("ReviewRecorded", frozenset({"reviewer_kind"}) | FROM_A_PAGE),
+    "withdraw_review": ("ReviewWithdrawn", FROM_A_PAGE),
     "relate_claims": ("ClaimsRelated", frozenset()),
     "unrelate_claims": ("ClaimsUnrelated", frozenset()),
 }

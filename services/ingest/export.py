@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from events import Actor
 from services.ingest.page_format import PageRelated, PageSource, RegistryPage
+from services.ingest.page_sections import PageDisagreement, PagePart, PageReview
 
 
 def registry_page(page: dict[str, Any]) -> RegistryPage:
     """The registry page that says what a claim page (``GET /claims/{id}`` JSON) says.
 
-    Withdrawn sources are left out (the registry's text shows the evidence that stands); related claims
-    keep their rank order, with the capability and review label recorded with them.
+    Withdrawn sources are left out (the registry's text shows the evidence that stands), so a disagreement
+    about one names no source; related claims keep their rank order, with the capability and review label
+    recorded with them. Disagreements and reviews name who wrote each part: for one imported from a page,
+    whom that page named.
     """
-    sources = tuple(
-        PageSource(s["relation"], s["measured"], s.get("breadth"), s.get("truncated", False), 0)
-        for s in page["sources"]
-        if s["state"] == "active"
-    )
+    active = [s for s in page["sources"] if s["state"] == "active"]
+    sources = tuple(PageSource(s["relation"], s["measured"], s.get("breadth"), s.get("truncated", False), 0) for s in active)
+    numbers = {s["source_id"]: number for number, s in enumerate(active, start=1)}
     related = tuple(
         PageRelated(r["statement"] or r["claim_id"] or r["key"], r.get("capability") or "", r.get("review_label"), 0)
         for r in page["related"]
@@ -35,4 +37,22 @@ def registry_page(page: dict[str, Any]) -> RegistryPage:
         drafted_confidence=notes.get("drafted_confidence"),
         falsifier=notes.get("falsifier_as_drafted"),
         reviewed=not page["status"]["unreviewed_model_draft"],
+        disagreements=tuple(_disagreement(d, numbers) for d in page["disagreements"]),
+        reviews=tuple(_review(r) for r in page["reviews"]),
     )
+
+
+def _part(stamp: dict[str, Any], text: str | None) -> PagePart:
+    return PagePart(Actor.model_validate(stamp.get("written_by") or stamp["by"]), text)
+
+
+def _disagreement(d: dict[str, Any], numbers: dict[str, int]) -> PageDisagreement:
+    resolved = _part(d["resolved"], d.get("resolution_note")) if d.get("resolved") else None
+    answers = tuple(_part(a["stamp"], a["answer"]) for a in d["answers"])
+    return PageDisagreement(_part(d["filed"], d["argument"]), numbers.get(d.get("source_id") or ""), d.get("evidence"),
+                            answers, d.get("outcome"), resolved, 0)
+
+
+def _review(r: dict[str, Any]) -> PageReview:
+    withdrawn = _part(r["withdrawn"]["stamp"], r["withdrawn"]["reason"]) if r.get("withdrawn") else None
+    return PageReview(_part(r["recorded"], r.get("summary")), r["verdict"], r["confidence"], r["revision"], withdrawn, 0)

@@ -13,10 +13,13 @@ from pathlib import Path
 
 from events import Actor, Event, new_event_id
 from events.claim import ClaimDrafted, ClaimRevised
+from events.disagreement import DisagreementAnswered, DisagreementFiled, DisagreementResolved
 from events.relation import ClaimsRelated, statement_key
+from events.review import ReviewRecorded, ReviewWithdrawn
 from events.source import SourceAttached
 from projections.page_model import ClaimPage
 from services.ingest.page_format import PageSource, RegistryPage
+from services.ingest.page_sections import PageDisagreement, PageReview
 
 # The registry's pages say a model drafted them but not which one.
 REGISTRY_MODEL = Actor(id="registry-drafter", kind="model", model="unnamed registry drafting model")
@@ -35,10 +38,23 @@ class ImportContext:
     correlation_id: str
 
 
+def _stable_id(prefix: str, *parts: object) -> str:
+    return f"{prefix}-{hashlib.sha256('|'.join(map(str, parts)).encode()).hexdigest()[:16]}"
+
+
 def source_id(claim_id: str, source: PageSource) -> str:
     """A source's id, stable across imports of the same page."""
-    digest = hashlib.sha256(f"{claim_id}|{source.relation}|{source.measured}".encode()).hexdigest()
-    return f"src-{digest[:16]}"
+    return _stable_id("src", claim_id, source.relation, source.measured)
+
+
+def disagreement_id(claim_id: str, disagreement: PageDisagreement) -> str:
+    """A disagreement's id, stable across imports of the same page: who filed what."""
+    return _stable_id("dis", claim_id, disagreement.filed.writer.id, disagreement.filed.text)
+
+
+def review_id(claim_id: str, review: PageReview) -> str:
+    """A review's id, stable across imports of the same page: who found what of which revision."""
+    return _stable_id("rev", claim_id, review.recorded.writer.id, review.revision, review.verdict, review.recorded.text)
 
 
 def decide_import(page: RegistryPage, current: ClaimPage | None, ctx: ImportContext) -> list[Event]:
@@ -70,6 +86,50 @@ def decide_import(page: RegistryPage, current: ClaimPage | None, ctx: ImportCont
                     rank=rank,
                 )
             )
+    events += _disagreements(page, current, imported)
+    events += _reviews(page, current, imported)
+    return events
+
+
+def _said(envelope: dict, writer: Actor) -> dict:
+    return {**envelope, "event_id": new_event_id(), "written_by": writer}
+
+
+def _disagreements(page: RegistryPage, current: ClaimPage | None, imported: dict) -> list[Event]:
+    """What the log lacks of the page's disagreements: filings, answers beyond those held, resolutions."""
+    known = {d.disagreement_id: d for d in current.disagreements} if current else {}
+    events: list[Event] = []
+    for disagreement in page.disagreements:
+        key = disagreement_id(page.claim_id, disagreement)
+        held = known.get(key)
+        if held is None:
+            about = page.sources[disagreement.source - 1] if disagreement.source else None
+            events.append(DisagreementFiled(
+                **_said(imported, disagreement.filed.writer), disagreement_id=key, argument=disagreement.filed.text,
+                source_id=source_id(page.claim_id, about) if about else None, evidence=disagreement.evidence))
+        for answer in disagreement.answers[len(held.answers) if held else 0:]:
+            events.append(DisagreementAnswered(**_said(imported, answer.writer), disagreement_id=key, answer=answer.text))
+        if disagreement.resolved is not None and (held is None or held.state == "open"):
+            events.append(DisagreementResolved(**_said(imported, disagreement.resolved.writer), disagreement_id=key,
+                                               outcome=disagreement.outcome, note=disagreement.resolved.text))
+    return events
+
+
+def _reviews(page: RegistryPage, current: ClaimPage | None, imported: dict) -> list[Event]:
+    """What the log lacks of the page's reviews: the reviews, and the withdrawals it has not recorded."""
+    known = {r.review_id: r for r in current.reviews} if current else {}
+    events: list[Event] = []
+    for review in page.reviews:
+        key, writer = review_id(page.claim_id, review), review.recorded.writer
+        held = known.get(key)
+        if held is None:
+            events.append(ReviewRecorded(
+                **_said(imported, writer), review_id=key, reviewer_kind="ai" if writer.kind == "model" else "person",
+                verdict=review.verdict, confidence=review.confidence, revision=review.revision,
+                summary=review.recorded.text))
+        if review.withdrawn is not None and (held is None or held.state == "active"):
+            events.append(ReviewWithdrawn(**_said(imported, review.withdrawn.writer), review_id=key,
+                                          reason=review.withdrawn.text))
     return events
 
 

@@ -7,6 +7,16 @@ from dataclasses import dataclass
 from typing import get_args
 
 from events.claim import Confidence
+from services.ingest.page_sections import (
+    DISAGREEMENTS,
+    REVIEWS,
+    PageDisagreement,
+    PageReview,
+    parse_disagreements,
+    parse_reviews,
+    render_disagreement,
+    render_review,
+)
 
 INVITATION = (
     "Disagreeing is the most useful thing you can do here. Nothing on this page waits for a reviewer: "
@@ -20,7 +30,7 @@ UNREVIEWED_NOTE = (
 RELATION_WORDS = {"Validated": "validates", "Supported": "supports", "Contradicted": "contradicts",
                   "Qualified": "qualifies", "Mentioned": "mentions"}
 CONFIDENCES: tuple[str, ...] = get_args(Confidence)
-SECTIONS = ("Capability", "Observed on", "Sources", "Related claims", "Notes")
+SECTIONS = ("Capability", "Observed on", "Sources", DISAGREEMENTS, REVIEWS, "Related claims", "Notes")
 TRUNCATED = " [truncated]"
 REVIEW_SEPARATOR = " · "
 FALSIFIER = "Falsifier as drafted: "
@@ -74,6 +84,9 @@ class RegistryPage:
     drafted_confidence: str | None
     falsifier: str | None
     reviewed: bool
+    # Sections the registry's own pages leave out when there is nothing in them.
+    disagreements: tuple[PageDisagreement, ...] = ()
+    reviews: tuple[PageReview, ...] = ()
 
 
 class PageFormatError(ValueError):
@@ -210,14 +223,21 @@ def parse_page(text: str, path: str = "<text>") -> RegistryPage:
     observed_on = _without_period(reader, reader.take("<observed text>.", prefix=""), "observed-on text", 4)
     reader.take("Sources")
     sources = tuple(_parse_source(reader, line, item) for line, item in reader.items())
+    disagreements = reviews = ()
+    if reader.peek() == DISAGREEMENTS:
+        reader.index += 1
+        disagreements = parse_disagreements(reader, len(sources))
     if reader.peek() == INVITATION:
         reader.index += 1
+    if reader.peek() == REVIEWS:
+        reader.index += 1
+        reviews = parse_reviews(reader)
     reader.take("Related claims")
     related = tuple(_parse_related(reader, line, item) for line, item in reader.items())
     reader.take("Notes")
     confidence, falsifier, reviewed = _parse_notes(reader)
     return RegistryPage(path, claim_id, slug, statement, capability, observed_on, sources, related,
-                        confidence, falsifier, reviewed)
+                        confidence, falsifier, reviewed, disagreements, reviews)
 
 
 def _render_source(source: PageSource) -> str:
@@ -239,7 +259,10 @@ def render_page(page: RegistryPage) -> str:
     """Write a page in the registry's text format, without a trailing newline."""
     related = (f"- {r.statement}{r.capability}{REVIEW_SEPARATOR}{r.review_label or ''}" for r in page.related)
     notes = _render_notes(page)
+    disagreements = [line for d in page.disagreements for line in render_disagreement(d)]
+    reviews = [line for r in page.reviews for line in render_review(r)]
     lines = [f"{page.slug} {page.claim_id}{page.statement}", f"Capability: {page.capability}", "Observed on",
-             f"{page.observed_on}.", "Sources", *map(_render_source, page.sources), INVITATION,
-             "Related claims", *related, "Notes", *([notes] if notes else [])]
+             f"{page.observed_on}.", "Sources", *map(_render_source, page.sources),
+             *([DISAGREEMENTS, *disagreements] if disagreements else []), INVITATION,
+             *([REVIEWS, *reviews] if reviews else []), "Related claims", *related, "Notes", *([notes] if notes else [])]
     return "\n".join(lines)

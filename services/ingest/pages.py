@@ -53,9 +53,12 @@ def check_fields(page: RegistryPage, text: str) -> RegistryPage:
     ctx = ImportContext(actor=PAGE_IMPORTER, now=utc_now(), correlation_id=new_event_id())
     lines = text.replace("\r\n", "\n").split("\n")
     notes = lines.index("Notes") + 2 if "Notes" in lines else 1
-    parts = [(replace(page, sources=(), related=()), None)]
-    parts += [(replace(page, sources=(s,), related=()), s.line) for s in page.sources]
-    parts += [(replace(page, sources=(), related=(r,)), r.line) for r in page.related]
+    alone = replace(page, sources=(), related=(), disagreements=(), reviews=())
+    parts = [(alone, None)]
+    parts += [(replace(alone, sources=(s,)), s.line) for s in page.sources]
+    parts += [(replace(alone, related=(r,)), r.line) for r in page.related]
+    parts += [(replace(alone, sources=page.sources, disagreements=(d,)), d.line) for d in page.disagreements]
+    parts += [(replace(alone, reviews=(r,)), r.line) for r in page.reviews]
     for part, line in parts:
         try:
             decide_import(part, None, ctx)

@@ -47,7 +47,7 @@ def test_an_older_schema_version_is_upcast_on_read(monkeypatch):
     monkeypatch.setitem(
         registry.UPCASTERS, ("DisagreementFiled", 1), lambda raw: {**raw, "argument": raw["argument"].upper()}
     )
-    stored = encode(filed("CLM-0001", argument="accuracy"))
+    stored = encode(filed("CLM-0001", argument="accuracy", schema_version=1))
     upcast = decode(stored)
     assert upcast.argument == "ACCURACY"
     assert upcast.schema_version == 2
