@@ -1,6 +1,6 @@
 """Bulk ingestion of JSON Lines commands: events acknowledged per second from one process, durable.
 
-    python bench/bulk.py [--claims 10000] [--per-claim 10] [--sync always|2m] [--no-pipelined-peer] [--no-batch-peer] [--no-cli] [--no-again]
+    python bench/bulk.py [--claims 10000] [--per-claim 10] [--sync always|2m] [--cluster 3] [--no-pipelined-peer] [--no-batch-peer] [--no-cli] [--no-again]
 
 Writes a file of claims x per-claim commands and times, on one server:
 - claimlog's bulk path in this process (stream the lines, validate, decide against each claim's state,
@@ -12,6 +12,8 @@ Writes a file of claims x per-claim commands and times, on one server:
 - the earlier peer: raw pipelined single appends with the same headers, a window of 512;
 - ``claimlog ingest`` of the file as a command, end to end (start-up included), into a fresh server,
   with its peak memory.
+With ``--cluster 3`` every server is a local cluster of three nodes (services/runtime/cluster.py, TLS to
+clients) and every stream, the peers' too, keeps three copies.
 Targets with ``--sync always``: 20,000 events/s or more acknowledged and 0.8 of the atomic-batch peer
 or more (deciding every line must cost a durable bulk load little beyond what the log itself takes);
 ``claimlog ingest`` of 400,000 commands at 15,000 events/s or more end to end; its peak memory the
@@ -28,6 +30,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -43,8 +48,9 @@ from events import Actor  # noqa: E402
 from services.commands.bulk import BulkIngest  # noqa: E402
 from services.commands.bulk_lines import count_lines, iter_commands  # noqa: E402
 from services.ingest.cli import throttled_advance  # noqa: E402
-from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
+from services.log import ClaimLog, NatsTls, StreamSpec, connect  # noqa: E402
 from services.log.connection import encode_headers  # noqa: E402
+from services.runtime.cluster import LocalCluster  # noqa: E402
 from services.runtime.compose import run  # noqa: E402
 from services.runtime.embedded import EmbeddedNats  # noqa: E402
 
@@ -53,9 +59,29 @@ ACTOR = Actor(id="ingest-bot", kind="model", model="pipeline-2")
 BATCH = 1000
 
 
-async def claimlog_bulk(url: str, path: Path, label: str) -> tuple[float, float, int]:
-    nc = await connect(url)
-    log = ClaimLog(nc, StreamSpec("CLAIMS"))
+@dataclass(frozen=True)
+class Target:
+    """Where a run writes: the admin's URL, the TLS a client needs (a cluster's), the copies each stream keeps."""
+
+    url: str
+    tls: NatsTls | None = None
+    replicas: int = 1
+
+
+@contextmanager
+def serving(home: Path, sync: str, cluster: int) -> Iterator[Target]:
+    """A fresh embedded nats-server, or a fresh local cluster of ``cluster`` nodes."""
+    if cluster:
+        with LocalCluster(home, size=cluster, sync=sync) as nodes:
+            yield Target(nodes.url_for("admin"), nodes.tls, cluster)
+    else:
+        with EmbeddedNats(home, sync=sync) as server:
+            yield Target(server.url_for("admin"))
+
+
+async def claimlog_bulk(target: Target, path: Path, label: str) -> tuple[float, float, int]:
+    nc = await connect(target.url, tls=target.tls)
+    log = ClaimLog(nc, StreamSpec("CLAIMS", replicas=target.replicas))
     await log.ensure()
     started = time.perf_counter()
     with progress() as bar:
@@ -71,10 +97,10 @@ def _claim_of(raw: bytes) -> str:
     return json.loads(raw)["claim_id"]
 
 
-async def peer_batches(url: str, path: Path) -> tuple[float, float]:
+async def peer_batches(target: Target, path: Path) -> tuple[float, float]:
     """Raw atomic batches of the file's lines over many claims, the same headers, one batch in flight."""
-    nc = await connect(url)
-    await nc.jetstream().add_stream(StreamConfig(name="PEERB", subjects=["peerb.>"], allow_atomic=True))
+    nc = await connect(target.url, tls=target.tls)
+    await nc.jetstream().add_stream(StreamConfig(name="PEERB", subjects=["peerb.>"], allow_atomic=True, num_replicas=target.replicas))
     reply = nc.new_inbox()
     sub = await nc.subscribe(reply, max_msgs=0)
     last: dict[str, int] = {}
@@ -113,11 +139,11 @@ async def peer_batches(url: str, path: Path) -> tuple[float, float]:
     return count / elapsed, elapsed
 
 
-async def peer_pipelined(url: str, path: Path, window: int = 512) -> tuple[float, float]:
+async def peer_pipelined(target: Target, path: Path, window: int = 512) -> tuple[float, float]:
     """Raw pipelined single appends with Nats-Msg-Id and the per-claim expected sequence, chained per claim."""
-    nc = await connect(url)
+    nc = await connect(target.url, tls=target.tls)
     js = nc.jetstream()
-    await js.add_stream(name="PEER", subjects=["peer.>"])
+    await js.add_stream(name="PEER", subjects=["peer.>"], num_replicas=target.replicas)
     by_claim: dict[str, list[bytes]] = {}
     for raw in path.read_bytes().splitlines():
         by_claim.setdefault(_claim_of(raw), []).append(raw)
@@ -147,16 +173,17 @@ async def peer_pipelined(url: str, path: Path, window: int = 512) -> tuple[float
     return sum(map(len, by_claim.values())) / elapsed, elapsed
 
 
-async def cli_ingest(tmp: Path, path: Path, sync: str) -> tuple[float, float, float]:
-    """``claimlog ingest`` as a command into a fresh server: events/s end to end and its peak memory (MB)."""
+async def cli_ingest(tmp: Path, path: Path, sync: str, cluster: int = 0) -> tuple[float, float, float]:
+    """``claimlog ingest`` as a command into a fresh server (or cluster): events/s end to end and its peak memory (MB)."""
     from services.actors import ActorStore
 
-    with EmbeddedNats(tmp / "nats-cli", sync=sync) as server:
-        url = server.url_for("admin")
-        nc = await connect(url)
-        token = (await (await ActorStore.open(nc, create=True)).issue(ACTOR))[0]
+    with serving(tmp / "nats-cli", sync, cluster) as target:
+        nc = await connect(target.url, tls=target.tls)
+        token = (await (await ActorStore.open(nc, create=True, replicas=target.replicas)).issue(ACTOR))[0]
         await nc.close()
-        env = {**os.environ, "CLAIMLOG_NATS_URL": url, "CLAIMLOG_TOKEN": token}
+        env = {**os.environ, "CLAIMLOG_NATS_URL": target.url, "CLAIMLOG_TOKEN": token, "CLAIMLOG_NATS_REPLICAS": str(target.replicas)}
+        if target.tls is not None and target.tls.ca is not None:
+            env["CLAIMLOG_NATS_TLS_CA"] = str(target.tls.ca)
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-c", MEASURED_CLI, "ingest", str(path)], env=env, capture_output=True, text=True, check=False)
         elapsed = time.perf_counter() - started
@@ -189,22 +216,24 @@ async def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--claims", type=int, default=10_000)
     parser.add_argument("--per-claim", type=int, default=10)
+    parser.add_argument("--cluster", type=int, default=0, metavar="N", help="a local cluster of N nodes, N copies of each stream")
     parser.add_argument("--no-pipelined-peer", action="store_true")
     parser.add_argument("--no-batch-peer", action="store_true", help="skip the atomic-batch peer (a memory-only run)")
     parser.add_argument("--no-cli", action="store_true")
     parser.add_argument("--no-again", action="store_true", help="skip running the same file again")
     options = parser.parse_args()
+    load = os.getloadavg()[0]  # the machines are shared: the figures say how busy it was when the run began
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "commands.jsonl"
         lines = write_commands(path, claims=options.claims, per_claim=options.per_claim)
-        with EmbeddedNats(Path(tmp) / "nats", sync=options.sync) as server:
-            url = server.url_for("admin")
-            ours, ours_s, accepted = await claimlog_bulk(url, path, "claimlog bulk")
-            again, again_s, _ = (None, None, None) if options.no_again else await claimlog_bulk(url, path, "again (all present)")
-            batches, batches_s = (None, None) if options.no_batch_peer else await peer_batches(url, path)
-            pipelined = None if options.no_pipelined_peer else await peer_pipelined(url, path)
-        cli = None if options.no_cli else await cli_ingest(Path(tmp), path, options.sync)
-    table = Table(title=f"Bulk ingestion: {lines:,} commands over {options.claims:,} claims, sync {options.sync}")
+        with serving(Path(tmp) / "nats", options.sync, options.cluster) as target:
+            ours, ours_s, accepted = await claimlog_bulk(target, path, "claimlog bulk")
+            again, again_s, _ = (None, None, None) if options.no_again else await claimlog_bulk(target, path, "again (all present)")
+            batches, batches_s = (None, None) if options.no_batch_peer else await peer_batches(target, path)
+            pipelined = None if options.no_pipelined_peer else await peer_pipelined(target, path)
+        cli = None if options.no_cli else await cli_ingest(Path(tmp), path, options.sync, options.cluster)
+    where = f", a {options.cluster}-node cluster with {options.cluster} copies" if options.cluster else ""
+    table = Table(title=f"Bulk ingestion: {lines:,} commands over {options.claims:,} claims, sync {options.sync}{where}")
     for column in ("", "events/s", "seconds", "vs atomic-batch peer"):
         table.add_column(column, justify="right" if column else "left")
     ratio = (lambda value: f"{value / batches:.2f}") if batches else (lambda value: "")
@@ -219,13 +248,14 @@ async def main() -> None:
         table.add_row(f"claimlog ingest command, end to end (peak {cli[2]:.0f} MB)", f"{cli[0]:,.0f}", f"{cli[1]:.1f}", ratio(cli[0]))
     console.print(table)
     console.print(f"accepted {accepted:,} events; targets with --sync always: 20,000 events/s and 0.8 of the atomic-batch peer")
-    record("ingest", ours, unit="events/s", peer=batches, note="peer: raw atomic batches, same headers")
+    busy = f"load average {load:.1f} at the start"
+    record("ingest", ours, unit="events/s", peer=batches, note=f"peer: raw atomic batches, same headers; {busy}")
     if again:
         record("same file again", again, unit="lines/s")
     if pipelined:
         record("pipelined single appends (peer)", pipelined[0], unit="events/s", peer=batches, note="peer: raw atomic batches")
     if cli:
-        record("claimlog ingest end to end", cli[0], unit="events/s", peer=batches, note="start-up included")
+        record("claimlog ingest end to end", cli[0], unit="events/s", peer=batches, note=f"start-up included; {busy}")
         record("claimlog ingest peak memory", cli[2], unit="MB", note=f"{lines:,} lines")
 
 
