@@ -141,8 +141,8 @@ class ClaimPagesProjection:
         return evicted
 
 
-def page_row(page: ClaimPage) -> dict:
-    """The claim_pages row for a page."""
+def page_row(page: ClaimPage, *, with_doc: bool = True) -> dict:
+    """The claim_pages row for a page (without its JSON document when ``with_doc`` is False)."""
     counts, status = page.counts, page.status
     return {
         "claim_id": page.claim_id,
@@ -167,7 +167,7 @@ def page_row(page: ClaimPage) -> dict:
         "contention": counts.disagreements_open + counts.sources_by_relation.get("contradicts", 0),
         "first_seq": page.notes.drafted.seq,
         "last_seq": page.as_of_seq,
-        "doc": PAGE.dump_json(page).decode(),
+        **({"doc": PAGE.dump_json(page).decode()} if with_doc else {}),
     }
 
 

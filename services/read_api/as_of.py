@@ -15,9 +15,10 @@ from sqlalchemy import Engine
 from services.log import ClaimLog, LogError
 from services.read_api.as_of_pages import claim_of_slug, shaped_page
 from services.read_api.errors import bad_request, not_found
+from services.read_api.listing import Listing, ListingQuery, read_past_listing
 from services.timeline.as_of import AsOf, BadAsOf, is_claim_id, page_json_as_of, parse_as_of
 from services.timeline.cache import ClaimEvents
-from services.timeline.scorecard import ScorecardHistory
+from services.timeline.scorecard import RegistryHistory
 
 AsOfSeq = Annotated[
     str | None, Query(description="As the log stood at this sequence: the events up to it, folded (0 or more).")
@@ -77,13 +78,29 @@ def claim_id_of(db: Engine, claim_key: str) -> str:
     return found
 
 
+def _history(request: Request) -> RegistryHistory:
+    history: RegistryHistory | None = getattr(request.app.state, "registry_history", None)
+    if history is None:
+        history = request.app.state.registry_history = RegistryHistory()
+    return history
+
+
 async def scorecard_rows_as_of(request: Request, as_of: AsOf, capability: str | None) -> tuple[int, list[dict]]:
     """The scorecard rows of every claim (or one capability) folded from the log up to ``as_of``, and its sequence."""
     claim_log = connected_log(request)
-    history: ScorecardHistory | None = getattr(request.app.state, "scorecard_history", None)
-    if history is None:
-        history = request.app.state.scorecard_history = ScorecardHistory()
     try:
-        return await history.rows(claim_log, as_of, capability)
+        return await _history(request).rows(claim_log, as_of, capability)
     except LogError as error:
         raise HTTPException(503, detail={"error": "log_unavailable", "message": str(error)}) from None
+
+
+async def listing_as_of(request: Request, query: ListingQuery, as_of: AsOf) -> tuple[int, Listing, int]:
+    """The listing ``query`` asks for, as it stood at ``as_of``: the sequence it stands for, the page, and how many
+    claims match; 400 as ``read_listing`` refuses, and for a search (the full-text index is of now)."""
+    claim_log = connected_log(request)
+    try:
+        seq, rows = await _history(request).summaries(claim_log, as_of)
+    except LogError as error:
+        raise HTTPException(503, detail={"error": "log_unavailable", "message": str(error)}) from None
+    listing, total = read_past_listing(rows, query, seq)
+    return seq, listing, total

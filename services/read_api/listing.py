@@ -19,7 +19,7 @@ from events.envelope import CLAIM_ID_PATTERN
 from projections.page_model import LIFECYCLES, Lifecycle, ReviewState
 from services.read_api import listing_sql
 from services.read_api.errors import bad_request
-from services.read_api.listing_sql import Sort
+from services.read_api.listing_sql import SORT_KEYS, Sort
 from services.read_api.sequences import Seq, fits_int64
 
 
@@ -88,9 +88,51 @@ def read_listing(conn: Connection, query: ListingQuery) -> Listing:
     return Listing(sort, rows, next_cursor)
 
 
-def _fingerprint(sort: str, filters: listing_sql.ClaimFilters) -> str:
-    """What a listing cursor is valid for, in 12 characters: the sort and every filter."""
-    digest = hashlib.sha256(json.dumps([sort, dataclasses.astuple(filters)]).encode()).digest()
+def read_past_listing(rows: list[dict], query: ListingQuery, as_of_seq: int) -> tuple[Listing, int]:
+    """The page of claims ``query`` asks for among ``rows``, every claim's summary as of ``as_of_seq`` (folded from
+    the log), in the orders and with the filters and cursors of ``read_listing``; and how many claims match.
+
+    A search (``q``) is refused: it is the database's full-text index of the statements as they are now."""
+    if query.q is not None or query.sort == "relevance":
+        raise bad_request("bad_query", "a listing as of a past point cannot search its statements (q, sort=relevance): "
+                          "the full-text index holds the statements as they are now; search without as_of_seq or as_of")
+    sort = query.sort or "id"
+    filters = query.filters()
+    fingerprint = _fingerprint(sort, filters, as_of_seq)
+    after = _decode_position(query.cursor, fingerprint=fingerprint, sort=sort) if query.cursor else None
+    column, descending = SORT_KEYS[sort]
+
+    def position(row: dict) -> tuple:
+        return row[column.name], row["claim_id"]
+
+    matching = sorted((row for row in rows if _passes(row, filters)), key=position, reverse=descending)
+    total = len(matching)
+    if after is not None:
+        matching = [row for row in matching if (position(row) < after if descending else position(row) > after)]
+    shown = [{**row, "sort_key": row[column.name]} for row in matching[: query.limit]]
+    more = len(matching) > query.limit
+    next_cursor = _encode_position(fingerprint, shown[-1]["sort_key"], shown[-1]["claim_id"]) if more else None
+    return Listing(sort, shown, next_cursor), total
+
+
+def _passes(row: dict, filters: listing_sql.ClaimFilters) -> bool:
+    """Whether a claim's summary passes the filters, as ``listing_sql`` writes them in SQL."""
+    if row["lifecycle"] not in filters.lifecycles:
+        return False
+    if any(getattr(filters, name) is not None and row[name] != getattr(filters, name)
+           for name in ("capability", "technique", "review_state")):
+        return False
+    for wanted, count in ((filters.open_disagreement, "disagreements_open"), (filters.contradicted, "sources_contradicting")):
+        if wanted is not None and (row[count] > 0) != wanted:
+            return False
+    return filters.changed_since_seq is None or row["last_seq"] > filters.changed_since_seq
+
+
+def _fingerprint(sort: str, filters: listing_sql.ClaimFilters, as_of_seq: int | None = None) -> str:
+    """What a listing cursor is valid for, in 12 characters: the sort, every filter and, for a past listing, its
+    point of the log."""
+    shape = [sort, dataclasses.astuple(filters)] + ([as_of_seq] if as_of_seq is not None else [])
+    digest = hashlib.sha256(json.dumps(shape).encode()).digest()
     return base64.urlsafe_b64encode(digest[:9]).decode()
 
 

@@ -20,14 +20,15 @@ from projections.page_model import PAGE, ClaimPage
 from services.ingest.page_format import INVITATION, RELATION_WORDS, UNREVIEWED_NOTE, caveats
 from services.read_api import listing_sql, queries
 from services.read_api.aggregates import scorecard_at
-from services.read_api.as_of import AsOfSeq, AsOfTime, claim_page_as_of
+from services.read_api.as_of import AsOfSeq, AsOfTime, claim_page_as_of, listing_as_of
 from services.read_api.chart import scorecard_chart
 from services.read_api.consistency import visible_after
 from services.read_api.deps import DB
-from services.read_api.listing import ListingQuery, read_listing
+from services.read_api.listing import Listing, ListingQuery, read_listing
 from services.timeline.as_of import AsOf, BadAsOf, parse_as_of
 
 router = APIRouter(include_in_schema=False)
+AS_OF_PARAMS = ("as_of_seq", "as_of")  # the point of the log a page shows, in the order parse_as_of takes them
 FORM_FIELDS = ("q", "capability", "lifecycle", "include_closed", "open_disagreement", "sort", "cursor")
 SORTS = {
     "": "best match with words, else claim id",
@@ -87,30 +88,46 @@ def home() -> RedirectResponse:
 
 
 @router.get("/pages/claims", response_class=HTMLResponse, dependencies=[Depends(visible_after)])
-def claim_listing(db: DB, request: Request) -> HTMLResponse:
+async def claim_listing(db: DB, request: Request) -> HTMLResponse:
     """The listing and search as a page, with the query, filters and cursors of ``GET /claims``, asked for
-    by a plain GET form; a query that cannot be answered gets the form back with why, and a 400."""
+    by a plain GET form; a query that cannot be answered gets the form back with why, and a 400. With
+    ``as_of_seq`` or ``as_of``, as it stood then, under the banner of a past point."""
     asked = _asked(request)
+    point_asked = {name: asked.pop(name) for name in AS_OF_PARAMS if name in asked}
     try:
-        query = ListingQuery.model_validate(asked)
-        with db.connect() as conn:
-            listing = read_listing(conn, query)
-            total = listing_sql.claim_count(conn, query.filters())
+        point = _as_of(*(point_asked.get(name) for name in AS_OF_PARAMS))
+    except _AsOfError as error:
+        return error.response
+    at = {"as_of": _as_of_label(point), "present_url": _listing_url(**asked), "history_url": None,
+          "at": "?" + urlencode(point_asked) if point else ""}
+    asked |= point_asked
+    try:
+        query = ListingQuery.model_validate({k: v for k, v in asked.items() if k not in AS_OF_PARAMS})
+        if point is not None:
+            _, listing, total = await listing_as_of(request, query, point)
+        else:
+            listing, total = await run_in_threadpool(_listing_now, db, query)
     except ValidationError as error:
-        return _listing_page(asked, 400, problem=_problems(error))
+        return _listing_page(asked, 400, problem=_problems(error), **at)
     except HTTPException as error:
-        return _listing_page(asked, error.status_code, problem=error.detail["message"])
+        return _listing_page(asked, error.status_code, problem=error.detail["message"], **at)
     wanted = {name: value for name, value in asked.items() if name != "cursor"}
     next_url = _listing_url(**wanted, cursor=listing.next_cursor) if listing.next_cursor else None
-    return _listing_page(asked, claims=listing.rows, total=total, next_url=next_url)
+    return _listing_page(asked, claims=listing.rows, total=total, next_url=next_url, **at)
+
+
+def _listing_now(db: DB, query: ListingQuery) -> tuple[Listing, int]:
+    with db.connect() as conn:
+        return read_listing(conn, query), listing_sql.claim_count(conn, query.filters())
 
 
 def _asked(request: Request) -> dict[str, str | list[str]]:
     """What the listing is asked for: its parameters that the form did not send empty (an empty field filters
-    nothing); ``after`` and anything else are not the listing's."""
+    nothing), and the point of the log; ``after`` and anything else are not the listing's."""
     params = request.query_params
     asked: dict[str, str | list[str]] = {
-        name: value for name, value in params.items() if name in ListingQuery.model_fields and value.strip()
+        name: value for name, value in params.items()
+        if (name in ListingQuery.model_fields or name in AS_OF_PARAMS) and value.strip()
     }
     asked.pop("lifecycle", None)
     if lifecycles := [value for value in params.getlist("lifecycle") if value.strip()]:
@@ -127,7 +144,7 @@ def _listing_page(asked: dict, status_code: int = 200, **context) -> HTMLRespons
     """The listing page around its form, filled in as asked (the fields the form has no input for ride along hidden)."""
     hidden = {name: value for name, value in asked.items() if name not in FORM_FIELDS and isinstance(value, str)}
     first_url = _listing_url(**{name: value for name, value in asked.items() if name != "cursor"})
-    context = {"claims": [], "total": None, "next_url": None, "problem": None, **context}
+    context = {"claims": [], "total": None, "next_url": None, "problem": None, "as_of": None, "at": "", **context}
     return _html(
         "listing.html", status_code, form=asked, hidden=hidden, capability=asked.get("capability"),
         first_url=first_url if "cursor" in asked else None, SORTS=SORTS, **context,

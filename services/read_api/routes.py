@@ -5,16 +5,18 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
+from sqlalchemy import Engine
 
 from projections.page_model import ClaimPage
 from services.read_api import queries
-from services.read_api.as_of import AsOfSeq, AsOfTime, as_of_point, claim_page_as_of
+from services.read_api.as_of import AsOfSeq, AsOfTime, as_of_point, claim_page_as_of, listing_as_of
 from services.read_api.consistency import visible_after
 from services.read_api.deps import DB
 from services.read_api.errors import ErrorBody, not_found
-from services.read_api.listing import ListingQuery, Sort, read_listing
+from services.read_api.listing import Listing, ListingQuery, Sort, read_listing
 from services.read_api.reads import read
 from services.read_api.sequences import Seq
 
@@ -51,6 +53,7 @@ class ClaimList(BaseModel):
     sort: Sort
     items: list[ClaimSummary]
     next_cursor: str | None
+    as_of_seq: int | None = Field(None, description="With as_of_seq or as_of: the log sequence the listing stands at.")
 
 
 @router.get(
@@ -82,13 +85,24 @@ async def get_claim(
 @router.get(
     "/claims", response_model=ClaimList, responses={400: {"model": ErrorBody}}, tags=["claims"], dependencies=[Consistent]
 )
-def list_claims(db: DB, query: Annotated[ListingQuery, Query()]) -> ClaimList:
+async def list_claims(
+    db: DB, request: Request, query: Annotated[ListingQuery, Query()], as_of_seq: AsOfSeq = None, as_of: AsOfTime = None
+) -> ClaimList:
     """The registry's listing and search: claims that pass every filter given (active ones only, unless asked),
     in one order, a page at a time (pass ``next_cursor`` back as ``cursor`` with the same query). ``q``
-    searches statements through the database's own full-text index."""
+    searches statements through the database's own full-text index. With ``as_of_seq`` or ``as_of``: the
+    listing as it stood then, every claim folded from the log (no ``q``: the index holds today's statements)."""
+    if (point := as_of_point(as_of_seq, as_of)) is not None:
+        seq, listing, _ = await listing_as_of(request, query, point)
+    else:
+        seq, listing = None, await run_in_threadpool(_read_listing, db, query)
+    items = [ClaimSummary(**row) for row in listing.rows]
+    return ClaimList(sort=listing.sort, items=items, next_cursor=listing.next_cursor, as_of_seq=seq)
+
+
+def _read_listing(db: Engine, query: ListingQuery) -> Listing:
     with db.connect() as conn:
-        listing = read_listing(conn, query)
-    return ClaimList(sort=listing.sort, items=[ClaimSummary(**row) for row in listing.rows], next_cursor=listing.next_cursor)
+        return read_listing(conn, query)
 
 
 class UnreadableEvent(BaseModel):
