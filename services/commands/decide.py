@@ -2,7 +2,8 @@
 
 The rules, in words (docs/commands.md lists them with their reasons):
 
-- a claim is drafted once; every other command needs a drafted claim;
+- a claim is drafted once; every other command needs a drafted claim; a slug belongs to the first
+  claim that took it;
 - a retracted or superseded claim is closed: it can no longer be revised, retracted, superseded,
   reviewed, related, or take new sources and disagreements; what is already on it can still be
   withdrawn, answered, resolved or unrelated;
@@ -58,6 +59,7 @@ class Context:
     correlation_id: str | None = None
     existing_claims: frozenset[str] = frozenset()  # other claims this command refers to that exist
     prev_hash: str | None = None  # the claim's last stored hash, so the event is built chained
+    slug_owner: str | None = None  # a draft's slug: the claim it belongs to (None: not known to be taken)
 
 
 def decide(command: Command, state: ClaimState, ctx: Context) -> list[Event]:
@@ -76,6 +78,12 @@ def decide(command: Command, state: ClaimState, ctx: Context) -> list[Event]:
 
 
 def _no_rule(command: Command, state: ClaimState, ctx: Context) -> dict:
+    return {}
+
+
+def _draft(command, state: ClaimState, ctx: Context) -> dict:
+    if ctx.slug_owner is not None and ctx.slug_owner != command.claim_id:
+        raise Rejected(Kind.CONFLICT, "slug_taken", f"slug {command.slug!r} belongs to {ctx.slug_owner}: choose another")
     return {}
 
 
@@ -162,6 +170,7 @@ def _require_claim(claim_id: str, ctx: Context) -> None:
 
 
 RULES = {
+    "draft_claim": _draft,
     "supersede_claim": _supersede,
     "attach_source": _attach,
     "correct_source": _act_on_source,

@@ -31,6 +31,8 @@ from events import Actor, Event, new_event_id
 from events.envelope import utc_now
 from services.commands.decide import Context, Kind, Rejected, decide, referenced_claims
 from services.commands.models import Command
+from services.commands.shared_state import SLUGS, LazyBucket
+from services.commands.slugs import SlugOwners
 from services.commands.state import ClaimState, claim_state
 from services.log import ClaimLog, ConflictError
 
@@ -85,8 +87,13 @@ class _ClaimTurn:
 class CommandService:
     """Decides commands against the log and appends what they produce."""
 
-    def __init__(self, log: ClaimLog, *, clock: Callable[[], datetime] = utc_now, cached_claims: int = CACHED_CLAIMS) -> None:
+    def __init__(
+        self, log: ClaimLog, *, clock: Callable[[], datetime] = utc_now, cached_claims: int = CACHED_CLAIMS,
+        slugs: SlugOwners | None = None,
+    ) -> None:
+        """``slugs``: where slugs' owners are kept; by default a bucket beside the log (services/commands/slugs.py)."""
         self._log, self._clock = log, clock
+        self._slugs = slugs if slugs is not None else SlugOwners(LazyBucket(log.nc, SLUGS, stream=log.stream, replicas=log.spec.replicas))
         self._states: OrderedDict[str, ClaimState] = OrderedDict()
         self._cached_claims = cached_claims
         self._claim_turns: dict[str, _ClaimTurn] = {}
@@ -122,6 +129,17 @@ class CommandService:
         )
         earlier = unscoped_event_id(actor, idempotency_key) if idempotency_key and not command.event_id else None
         existing = await self._existing(referenced_claims(command))
+        slug = _Slug(command.slug if command.command == "draft_claim" else None)
+        try:
+            return await self._attempts(command, actor, event_id, earlier, existing, expected_version, slug)
+        except Rejected:
+            # Refused, so not stored: the slug is free again. (A log error leaves it taken: the draft may
+            # be stored, and a retry of the same draft finds the slug its own.)
+            if slug.taken:
+                await self._slugs.give_back(slug.slug, command.claim_id)
+            raise
+
+    async def _attempts(self, command, actor, event_id, earlier, existing, expected_version, slug: _Slug) -> Outcome:
         # A cached state is used as it is: the append's expected sequence catches a claim that moved
         # meanwhile. Only a state checked against the log may refuse a command.
         state, checked = self._states.get(command.claim_id), False
@@ -136,9 +154,11 @@ class CommandService:
             try:
                 if expected_version is not None and expected_version != state.head_seq:
                     raise stale(command.claim_id, expected_version, state.head_seq)
+                if slug.slug is not None and slug.owner is None and not state.drafted:
+                    slug.owner, slug.taken = await self._slugs.take(slug.slug, command.claim_id)
                 ctx = Context(
                     actor=actor, event_id=event_id, now=self._clock(), correlation_id=event_id,
-                    existing_claims=existing, prev_hash=state.head_hash,
+                    existing_claims=existing, prev_hash=state.head_hash, slug_owner=slug.owner,
                 )
                 events = decide(command, state, ctx)
             except Rejected:
@@ -155,6 +175,7 @@ class CommandService:
                     raise stale(command.claim_id, expected_version, None) from None
                 state = None  # another writer moved the claim: decide again against what it did
                 continue
+            slug.taken = False  # stored: the slug stays the claim's
             if not appended.duplicate and len(events) == 1:  # the cached state takes what was just written
                 state.evolve(events[0], appended.last_seq, appended.last_hash)
             return Outcome(command.claim_id, command.command, refs(events, appended.first_seq), appended.duplicate)
@@ -184,6 +205,15 @@ class CommandService:
             if (await self._log.claim_head(claim_id)).seq > 0:
                 found.add(claim_id)
         return frozenset(found)
+
+
+@dataclass
+class _Slug:
+    """A draft's slug: who owns it, and whether this command took it (and gives it back if not stored)."""
+
+    slug: str | None
+    owner: str | None = None
+    taken: bool = False
 
 
 def _must_check(state: ClaimState, expected_version: int | None) -> bool:

@@ -11,8 +11,10 @@ from services.timeline.as_of import AsOf
 
 
 def claim_of_slug(conn: Connection, slug: str) -> str | None:
-    """The id of the claim with this slug (slugs never change after the draft)."""
-    return conn.execute(select(claim_pages.c.claim_id).where(claim_pages.c.slug == slug).limit(1)).scalar()
+    """The id of the claim that owns this slug: the first drafted with it (slugs never change after the draft;
+    a later claim drafted with a taken slug by a direct producer is found by its id only)."""
+    query = select(claim_pages.c.claim_id).where(claim_pages.c.slug == slug).order_by(claim_pages.c.first_seq).limit(1)
+    return conn.execute(query).scalar()
 
 
 def shaped_page(conn: Connection, doc: str, as_of: AsOf) -> bytes:

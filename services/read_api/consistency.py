@@ -115,7 +115,8 @@ def read_partitions(request: Request, layout: LogLayout | None) -> list[int]:
         return every
     if not _CLAIM_ID.match(key):
         with request.app.state.engine.connect() as conn:  # a slug: its claim, once projected
-            key = conn.execute(select(claim_pages.c.claim_id).where(claim_pages.c.slug == key)).scalar()
+            first = select(claim_pages.c.claim_id).where(claim_pages.c.slug == key).order_by(claim_pages.c.first_seq).limit(1)
+            key = conn.execute(first).scalar()  # the slug's owner: the first claim drafted with it
         if key is None:
             return every
     return [layout.partition_of(key)]

@@ -28,6 +28,7 @@ RELATED_SHOWN = 5  # a page lists its five highest-ranked related claims, as the
 PAGE_BY_KEY = (
     select(claim_pages.c.doc, claim_pages.c.last_seq)
     .where(or_(claim_pages.c.claim_id == bindparam("key"), claim_pages.c.slug == bindparam("key")))
+    .order_by(claim_pages.c.first_seq)  # a slug is the first claim's that took it (docs/commands.md)
     .limit(1)
 )
 # How a stored page (compact JSON, written by PAGE.dump_json) says it has no related claims. Only the
@@ -125,7 +126,7 @@ def claim_counts(conn: Connection, claim_ids: list[str]) -> dict[str, dict]:
         claim_pages.c.reviews_person,
         claim_pages.c.reviews_ai,
         *(column.label(relation) for relation, column in COUNT_COLUMNS.items()),
-    ).where(or_(claim_pages.c.claim_id.in_(claim_ids), claim_pages.c.slug.in_(claim_ids)))
+    ).where(or_(claim_pages.c.claim_id.in_(claim_ids), claim_pages.c.slug.in_(claim_ids))).order_by(claim_pages.c.first_seq)
     found = {}
     for row in conn.execute(query):
         values = row._mapping

@@ -14,6 +14,7 @@ import nats.errors
 
 from events.subjects import LogLayout
 from services.actors import actors_bucket
+from services.commands.shared_state import DESCRIPTIONS, RATES, SLUGS, bucket_name, open_bucket
 from services.log import ClaimLog, LogConfigError, NatsTls, StreamSpec, connect
 from services.log.durability import warn_if_server_not_synced
 from services.log.replication import ensure_bucket_replicas
@@ -146,6 +147,9 @@ async def ensure_log(settings: Settings) -> None:
     deploy's one-shot ``stream`` service)."""
     async with open_log(settings, client_name="claimlog-stream", role="admin") as claim_log:
         buckets = {**KEPT_BUCKETS, actors_bucket(claim_log.stream): "the token store"}
+        for kind in (SLUGS, RATES):  # the writers share them but may not create them
+            await open_bucket(claim_log.nc, kind, stream=claim_log.stream, replicas=claim_log.spec.replicas)
+            buckets[bucket_name(kind, claim_log.stream)] = DESCRIPTIONS[kind]
         await ensure_bucket_replicas(claim_log.nc, buckets, claim_log.spec.replicas)
         if settings.nats_url:  # a server claimlog did not configure: ask it (as admin, once) whether it syncs
             await warn_if_server_not_synced(claim_log.nc)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from events.subjects import DEFAULT_PREFIX, LogLayout
 from services.actors import actors_bucket
+from services.commands.shared_state import RATES, SLUGS, bucket_name
 from services.log.servers import inbox_prefix
 from services.projector.notices import notice_subject
 
@@ -57,7 +58,9 @@ def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Per
     return {
         "admin": None,  # creates and updates the stream and the actors bucket; operator commands
         # The API processes connect as writer (with commands) or reader: both hear the commit notices.
-        "writer": _own_replies("writer", (events, f"{api}.INFO", *read_log, *_reads(f"KV_{actors_bucket(stream)}")),
+        # ... and keeps the buckets all API processes share: slugs' owners and the rate limit.
+        "writer": _own_replies("writer", (events, f"{api}.INFO", *read_log, *_reads(f"KV_{actors_bucket(stream)}"),
+                                          *(s for kind in (SLUGS, RATES) for s in _keeps(bucket_name(kind, stream)))),
                                also=(notice_subject(stream),)),
         "projector": _own_replies("projector", (*read_log, *consume, notice_subject(stream))),
         "reader": _own_replies("reader", read_log, also=(notice_subject(stream),)),
@@ -66,6 +69,11 @@ def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Per
 
 def _own_replies(role: str, publish: tuple[str, ...], *, also: tuple[str, ...] = ()) -> Permissions:
     return Permissions(publish, subscribe=(f"{inbox_prefix(role)}.>", *also))
+
+
+def _keeps(bucket: str) -> tuple[str, ...]:
+    """Reading and writing the keys of a key-value bucket (not creating or deleting the bucket)."""
+    return (f"$KV.{bucket}.>", *_reads(f"KV_{bucket}"))
 
 
 def _reads(stream: str) -> tuple[str, ...]:

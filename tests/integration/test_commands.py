@@ -8,9 +8,14 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
+from events import new_event_id
+from events.claim import ClaimDrafted
+from events.envelope import utc_now
+from services.commands import Rejected, parse_command
+from services.commands.service import CommandService
 from services.read_api.app import create_app
 from tests.conftest import random_claim_id
-from tests.integration.command_api import Api, draft
+from tests.integration.command_api import ACTORS, Api, draft
 
 
 async def test_every_command_shows_its_effect_on_the_claim_page(api: Api):
@@ -148,6 +153,50 @@ async def test_a_claim_related_to_itself_is_refused_as_invalid(api: Api):
     await api.send("draft_claim", "ada", **draft(claim))
     response = await api.send("relate_claims", "ada", claim_id=claim, related_claim_id=claim)
     assert (response.status_code, response.json()["error"]) == (422, "related_to_itself"), response.text
+
+
+async def test_a_slug_belongs_to_the_first_claim_that_took_it(api: Api):
+    first, second, third = random_claim_id(), random_claim_id(), random_claim_id()
+    slug = f"taken-{first.lower()}"
+    created = await api.send("draft_claim", "ada", **{**draft(first), "slug": slug})
+    assert created.status_code == 201
+    head = await api.log.head()
+    hijack = await api.send("draft_claim", "grace", **{**draft(second), "slug": slug})
+    assert (hijack.status_code, hijack.json()["error"]) == (409, "slug_taken"), hijack.text
+    assert first in hijack.json()["message"] and await api.log.head() == head
+    # A draft refused for another reason gives its slug back.
+    fresh = f"fresh-{second.lower()}"
+    exists = await api.send("draft_claim", "ada", **{**draft(first), "slug": fresh})
+    assert exists.json()["error"] == "claim_exists"
+    assert (await api.send("draft_claim", "grace", **{**draft(second), "slug": fresh})).status_code == 201
+    # Racing drafts of one slug in two command services (two API processes): one wins.
+    racer = CommandService(api.log)
+    racing = await asyncio.gather(
+        api.send("draft_claim", "ada", **{**draft(third), "slug": f"race-{third.lower()}"}),
+        racer.execute(parse_command({"command": "draft_claim", **draft(first), "claim_id": random_claim_id(),
+                                     "slug": f"race-{third.lower()}"}), ACTORS["grace"]),
+        return_exceptions=True,
+    )
+    outcomes = sorted("refused" if isinstance(r, Rejected) or getattr(r, "status_code", 0) == 409 else "stored" for r in racing)
+    assert outcomes == ["refused", "stored"], racing
+
+
+async def test_the_first_claim_keeps_its_slug_when_a_direct_producer_drafts_another_with_it(api: Api):
+    first, second = random_claim_id(), random_claim_id()
+    slug = f"kept-{first.lower()}"
+    await api.send("draft_claim", "ada", **{**draft(first), "slug": slug})
+    fields = {k: v for k, v in draft(second).items() if k != "claim_id"}
+    squat = ClaimDrafted(event_id=new_event_id(), occurred_at=utc_now(), actor=ACTORS["grace"], claim_id=second,
+                         **{**fields, "slug": slug, "statement": "Someone else's claim."})
+    stored = await api.log.append(second, [squat], expected_seq=0, prev_hash=None)
+    # The first claim's row written again after the second's (PostgreSQL then stores it after it).
+    later = await api.send("attach_source", "bot", claim_id=first, source_id="s1", relation="supports", measured="x")
+    by_slug = await api.http.get(f"/claims/{slug}", params={"after": later.json()["last_seq"]})
+    assert by_slug.status_code == 200 and by_slug.json()["claim_id"] == first
+    assert (await api.http.get(f"/claims/{slug}/counts")).json()["claim_id"] == first
+    assert (await api.http.get(f"/pages/claims/{slug}")).status_code == 200
+    assert first in (await api.http.get(f"/pages/claims/{slug}")).text
+    assert (await api.page(second, after=stored.last_seq))["statement"] == "Someone else's claim."
 
 
 async def test_two_writers_racing_on_one_version_end_with_one_success_and_one_409(api: Api):

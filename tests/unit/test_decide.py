@@ -60,10 +60,13 @@ def given(*events: tuple[str, dict]) -> ClaimState:
     return state
 
 
-def when(state: ClaimState, command: str, *, actor: Actor = PERSON, existing: frozenset[str] = frozenset({OTHER}), **body) -> list[Event]:
+def when(
+    state: ClaimState, command: str, *, actor: Actor = PERSON, existing: frozenset[str] = frozenset({OTHER}),
+    slug_owner: str | None = None, **body,
+) -> list[Event]:
     """The events ``decide`` makes of the command (``BODIES[command]`` unless a body is given)."""
     parsed = parse_command({"command": command, "claim_id": CLAIM, **(body or BODIES[command])})
-    ctx = Context(actor, _event_id(), NOW, existing_claims=existing, prev_hash=state.head_hash)
+    ctx = Context(actor, _event_id(), NOW, existing_claims=existing, prev_hash=state.head_hash, slug_owner=slug_owner)
     return decide(parsed, state, ctx)
 
 
@@ -84,6 +87,12 @@ def test_a_new_claim_is_drafted():
 
 def test_a_claim_is_drafted_once():
     then_rejected(Kind.CONFLICT, "claim_exists", given(DRAFTED), "draft_claim")
+
+
+def test_a_slug_belongs_to_the_first_claim_that_took_it():
+    then_rejected(Kind.CONFLICT, "slug_taken", given(), "draft_claim", slug_owner=OTHER)
+    [event] = when(given(), "draft_claim", slug_owner=CLAIM)  # its own (a retried draft took it already)
+    assert event.slug == "s"
 
 
 @pytest.mark.parametrize("command", sorted(set(BODIES) - {"draft_claim"}))
