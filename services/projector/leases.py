@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
@@ -47,6 +47,10 @@ def wanted(worker: str, workers: Iterable[str], partitions: int) -> set[int]:
     return {k for k in range(partitions) if owner_of(k, live) == worker}
 
 
+class LeaseConfigError(RuntimeError):
+    """The leases bucket does not hold leases of the configured time."""
+
+
 @dataclass(frozen=True)
 class Lease:
     """A partition held by this worker; ``epoch`` is the lease's revision in the bucket."""
@@ -63,16 +67,18 @@ class Leases:
 
     @classmethod
     async def open(cls, js: JetStreamContext, worker: str, *, ttl: float, replicas: int = 1) -> Leases:
-        """The bucket (made when missing, with entries living ``ttl`` seconds) as seen by ``worker``."""
-        try:
-            kv = await js.key_value(BUCKET)
-        except (BucketNotFoundError, NotFoundError):
-            config = KeyValueConfig(
-                bucket=BUCKET, history=1, ttl=ttl, storage=StorageType.FILE, replicas=replicas,
-                description="claimlog projector workers and the partitions each folds",
+        """The bucket (made when missing, with entries living ``ttl`` seconds) as seen by ``worker``;
+        a bucket made with another lease time is refused (a worker would renew too late or too often)."""
+        kept = await bucket_ttl(js)
+        if kept is None:
+            return cls(await ensure_bucket(js, ttl=ttl, replicas=replicas), worker)
+        if kept != ttl:
+            raise LeaseConfigError(
+                f"the leases bucket {BUCKET} keeps a lease {kept:g}s, but CLAIMLOG_LEASE_SECONDS is {ttl:g}: give every "
+                f"worker the same setting, and let `claimlog up` or the deploy's stream service (as admin, with the new "
+                "setting) change the bucket"
             )
-            kv = await js.create_key_value(config)
-        return cls(kv, worker)
+        return cls(await js.key_value(BUCKET), worker)
 
     async def announce(self) -> None:
         """Say this worker is alive (again within the bucket's ttl, or it counts as gone)."""
@@ -123,6 +129,34 @@ class Leases:
             if entry.value:
                 held[k] = (entry.value.decode(), entry.revision)
         return held
+
+
+async def ensure_bucket(js: JetStreamContext, *, ttl: float, replicas: int = 1) -> KeyValue:
+    """The leases bucket, made when missing; entries live ``ttl`` seconds (CLAIMLOG_LEASE_SECONDS), set
+    again when the bucket was made with another lease time (``claimlog up`` and the deploy's stream
+    service do this as admin; a projector may read and write the bucket, not make or change it)."""
+    try:
+        kv = await js.key_value(BUCKET)
+    except (BucketNotFoundError, NotFoundError):
+        config = KeyValueConfig(
+            bucket=BUCKET, history=1, ttl=ttl, storage=StorageType.FILE, replicas=replicas,
+            description="claimlog projector workers and the partitions each folds",
+        )
+        return await js.create_key_value(config)
+    info = await js.stream_info(f"KV_{BUCKET}")
+    if info.config.max_age != ttl:
+        window = min(info.config.duplicate_window or ttl, ttl)  # the server refuses a window longer than the entries live
+        await js.update_stream(replace(info.config, max_age=ttl, duplicate_window=window))
+    return kv
+
+
+async def bucket_ttl(js: JetStreamContext) -> float | None:
+    """How long the leases bucket keeps an entry not written again (the lease time), or ``None`` when it is not made yet."""
+    try:
+        info = await js.stream_info(f"KV_{BUCKET}")
+    except NotFoundError:
+        return None
+    return info.config.max_age
 
 
 def _key(partition: int) -> str:

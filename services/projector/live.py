@@ -21,7 +21,8 @@ class Projector(Runner):
 
     With ``generations``, it keeps the active generation's tables and moves to a new one within
     ``FOLLOW_EVERY`` seconds of a switch (``claimlog replay``), resuming at that generation's checkpoint.
-    ``share`` (k, n) folds the claims of share k of n (``CLAIMLOG_PROJECTOR_SHARES``).
+    With ``partition``, it folds that partition of the log only, committing its checkpoint row at
+    ``epoch`` (a worker's lease: ``services/projector/worker.py``).
     """
 
     def __init__(
@@ -34,13 +35,16 @@ class Projector(Runner):
         batch: int,
         generations: Generations | None = None,
         share: tuple[int, int] = (0, 1),
+        partition: int | None = None,
+        epoch: int = 0,
     ) -> None:
         self._projections, self._generations = list(projections), generations
         self.generation = generations.active_number() if generations is not None else 0
         if generations is not None:
             engine = generations.engine(self.generation)
-        writer = CheckpointedWriter(engine, self._projections, partitions=share[1])
-        super().__init__(log_, writer, name=name, batch=batch, scope=Scope(share=share))
+        self._partitions = share[1] if partition is None else log_.layout.partitions
+        writer = CheckpointedWriter(engine, self._projections, partitions=self._partitions)
+        super().__init__(log_, writer, name=name, batch=batch, scope=Scope(share=share, partition=partition), epoch=epoch)
         self.follows = generations is not None
 
     def _switched(self) -> bool:
@@ -53,5 +57,5 @@ class Projector(Runner):
         self.writer.forget()
         self.writer.close()
         self.generation = active
-        self.writer = CheckpointedWriter(self._generations.engine(active), self._projections, partitions=self.scope.share[1])
+        self.writer = CheckpointedWriter(self._generations.engine(active), self._projections, partitions=self._partitions)
         return True

@@ -19,6 +19,7 @@ from services.log import ClaimLog, LogConfigError, NatsTls, StreamSpec, connect
 from services.log.durability import warn_if_server_not_synced
 from services.log.replication import ensure_bucket_replicas
 from services.projector.leases import BUCKET as LEASES_BUCKET
+from services.projector.leases import ensure_bucket as ensure_leases
 from services.runtime.cluster import LocalCluster, cluster_nodes
 from services.runtime.embedded import EmbeddedNats, running_url
 from services.runtime.local_ca import local_ca_file
@@ -151,6 +152,8 @@ async def ensure_log(settings: Settings) -> None:
             await open_bucket(claim_log.nc, kind, stream=claim_log.stream, replicas=claim_log.spec.replicas)
             buckets[bucket_name(kind, claim_log.stream)] = DESCRIPTIONS[kind]
         await ensure_bucket_replicas(claim_log.nc, buckets, claim_log.spec.replicas)
+        if claim_log.layout.partitioned:  # the workers' leases, with the lease time of CLAIMLOG_LEASE_SECONDS
+            await ensure_leases(claim_log.nc.jetstream(), ttl=settings.lease_seconds, replicas=claim_log.spec.replicas)
         if settings.nats_url:  # a server claimlog did not configure: ask it (as admin, once) whether it syncs
             await warn_if_server_not_synced(claim_log.nc)
 

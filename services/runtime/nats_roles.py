@@ -17,6 +17,7 @@ from events.subjects import DEFAULT_PREFIX, LogLayout
 from services.actors import actors_bucket
 from services.commands.shared_state import RATES, SLUGS, bucket_name
 from services.log.servers import inbox_prefix
+from services.projector.leases import BUCKET as LEASES_BUCKET
 from services.projector.notices import notice_subject
 
 ROLES = ("admin", "writer", "projector", "reader")
@@ -62,7 +63,8 @@ def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Per
         "writer": _own_replies("writer", (events, f"{api}.INFO", *read_log, *_reads(f"KV_{actors_bucket(stream)}"),
                                           *(s for kind in (SLUGS, RATES) for s in _keeps(bucket_name(kind, stream)))),
                                also=(notice_subject(stream),)),
-        "projector": _own_replies("projector", (*read_log, *consume, notice_subject(stream))),
+        # A projector worker also keeps its leases: reads, compare-and-set writes and a key listing.
+        "projector": _own_replies("projector", (*read_log, *consume, notice_subject(stream), *_kv_leases())),
         "reader": _own_replies("reader", read_log, also=(notice_subject(stream),)),
     }
 
@@ -74,6 +76,13 @@ def _own_replies(role: str, publish: tuple[str, ...], *, also: tuple[str, ...] =
 def _keeps(bucket: str) -> tuple[str, ...]:
     """Reading and writing the keys of a key-value bucket (not creating or deleting the bucket)."""
     return (f"$KV.{bucket}.>", *_reads(f"KV_{bucket}"))
+
+
+def _kv_leases() -> tuple[str, ...]:
+    """Keep the partition leases (``services/projector/leases.py``) and list their keys (an ordered
+    consumer of the bucket's stream); admin makes the bucket."""
+    api, kv = "$JS.API", f"KV_{LEASES_BUCKET}"
+    return (*_keeps(LEASES_BUCKET), f"{api}.CONSUMER.CREATE.{kv}", f"{api}.CONSUMER.CREATE.{kv}.>", f"{api}.CONSUMER.DELETE.{kv}.>")
 
 
 def _reads(stream: str) -> tuple[str, ...]:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -64,6 +67,14 @@ class Settings(BaseSettings):
     projector_shares: int = Field(
         default=1, ge=1, le=16, description="Processes the projector runs, each folding one share of the claims (at most one per core)."
     )
+    lease_seconds: float = Field(
+        default=15.0, ge=0.5, le=600,
+        description="How long a projector worker's partition lease lives unrenewed: a killed worker's partitions move within it.",
+    )
+    worker_name: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="This projector worker's name among the workers (unique per live worker); unset: host name and process id.",
+    )
     max_body_bytes: int = Field(
         default=1_048_576, ge=1024, description="Request bodies over this many bytes are refused with 413, unread."
     )
@@ -106,6 +117,13 @@ class Settings(BaseSettings):
             return value
         text = value.strip()
         return json.loads(text) if text.startswith("[") else [item.strip() for item in text.split(",") if item.strip()]
+
+    def resolved_worker_name(self) -> str:
+        """The worker's name: CLAIMLOG_WORKER_NAME, else the host's name and the process id (unique per live process)."""
+        if self.worker_name:
+            return self.worker_name
+        host = re.sub(r"[^A-Za-z0-9_-]+", "-", socket.gethostname()).strip("-")[:40] or "host"
+        return f"{host}-{os.getpid()}"
 
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to SQLite in the data directory."""

@@ -1,0 +1,123 @@
+"""Projector workers dividing a partitioned log by leases, on a real nats-server, SQLite and PostgreSQL:
+one worker takes every partition, a joining one takes its share, a stopping one hands its partitions
+over at once, and the tables equal one projector's replay of the whole log."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from sqlalchemy import Engine, select
+
+from projections.checksum import table_checksums
+from projections.registry import build_projections
+from projections.tables import checkpoints
+from services.log import ClaimLog
+from services.projector.leases import Leases, wanted
+from services.projector.worker import Worker
+from tests.builders import history
+from tests.conftest import random_claim_id
+from tests.integration.test_projector import project_all
+
+LEASE = 30.0  # far longer than any wait here: every partition that moves, moves by hand-over, not by lapse
+WAIT = 20.0
+
+
+async def append_claims(claim_log: ClaimLog, count: int) -> dict[int, int]:
+    """Append ``count`` claims' histories; the last sequence of each partition that got one."""
+    last_of: dict[int, int] = {}
+    for _ in range(count):
+        claim = random_claim_id()
+        appended = await claim_log.append(claim, history(claim), expected_seq=0, prev_hash=None)
+        last_of[claim_log.layout.partition_of(claim)] = appended.last_seq
+    return last_of
+
+
+def applied(engine: Engine, partitions: int) -> dict[int, int]:
+    """Each partition's checkpoint (the lowest over the projections), as the database has it."""
+    with engine.connect() as conn:
+        rows = conn.execute(select(checkpoints).where(checkpoints.c.shares == partitions)).all()
+    at: dict[int, int] = {}
+    for row in rows:
+        at[row.share] = min(at.get(row.share, row.last_seq), row.last_seq)
+    return at
+
+
+async def until(condition: Callable[[], bool], what: str) -> None:
+    async with asyncio.timeout(WAIT):
+        while not condition():
+            await asyncio.sleep(0.05)
+    assert condition(), what
+
+
+@asynccontextmanager
+async def running(claim_log: ClaimLog, engine: Engine, name: str, *, lease: float = LEASE) -> AsyncIterator[tuple[Worker, asyncio.Event, asyncio.Task]]:
+    leases = await Leases.open(claim_log.nc.jetstream(), name, ttl=lease)
+    worker = Worker(claim_log, leases, engine, build_projections, consumer_prefix="projector", batch=50, lease_seconds=lease)
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    try:
+        yield worker, stop, task
+    finally:
+        stop.set()
+        await task
+
+
+async def test_workers_divide_the_partitions_hand_them_over_on_stop_and_equal_one_replay(
+    claim_log: ClaimLog, engine: Engine, replay_engine: Engine
+):
+    partitions = claim_log.layout.partitions
+    everything = set(range(partitions))
+    last_of = await append_claims(claim_log, 30)
+    async with running(claim_log, engine, "first") as (first, _, _):
+        await until(lambda: set(first.holding()) == everything, "one worker takes every partition")
+        await until(lambda: all(applied(engine, partitions).get(k, 0) >= s for k, s in last_of.items()), "it folds them all")
+
+        async with running(claim_log, engine, "second") as (second, stop_second, second_task):
+            shares = {name: wanted(name, ["first", "second"], partitions) for name in ("first", "second")}
+            await until(
+                lambda: set(first.holding()) == shares["first"] and set(second.holding()) == shares["second"],
+                "a joining worker takes its share and the other lets go of it",
+            )
+            assert shares["first"] and shares["second"]
+            holders = await first.leases.holders(partitions)
+            assert {k: owner for k, (owner, _) in holders.items()} == {k: n for n, ks in shares.items() for k in ks}
+            # Commits carry the lease's current revision: the checkpoints of the second's partitions hold its epochs.
+            last_of |= await append_claims(claim_log, 30)
+            await until(lambda: all(applied(engine, partitions).get(k, 0) >= s for k, s in last_of.items()), "both fold theirs")
+
+            stop_second.set()
+            await second_task
+            assert second.owned == {}
+            # Given back at once: the first takes them on its next look, long before the lease time.
+            await until(lambda: set(first.holding()) == everything, "the stopping worker's partitions come back")
+            assert {owner for owner, _ in (await first.leases.holders(partitions)).values()} == {"first"}
+            assert await first.leases.workers() == ["first"]
+
+        last_of |= await append_claims(claim_log, 10)
+        await until(lambda: all(applied(engine, partitions).get(k, 0) >= s for k, s in last_of.items()), "the first folds all again")
+
+    await project_all(claim_log, replay_engine, name="replay")
+    with engine.connect() as apart, replay_engine.connect() as together:
+        assert _rows(table_checksums(apart)) == _rows(table_checksums(together))
+
+
+async def test_a_worker_whose_lease_another_took_stops_folding_that_partition(claim_log: ClaimLog, engine: Engine):
+    partitions = claim_log.layout.partitions
+    await append_claims(claim_log, 5)
+    async with running(claim_log, engine, "first") as (first, _, _):
+        await until(lambda: len(first.holding()) == partitions, "one worker takes every partition")
+        # Another takes partition 0 behind its back (as after a pause past the lease): the next renewal fails.
+        await first.leases._kv.delete("partition.0")
+        thief = await Leases.open(claim_log.nc.jetstream(), "thief", ttl=LEASE)
+        assert await thief.take(0) is not None
+        await until(lambda: 0 not in first.owned, "the worker lets the partition go")
+        await asyncio.sleep(first.look_every * 2)
+        assert 0 not in first.owned  # and does not take it back while another holds it
+    holders = await thief.holders(partitions)
+    assert holders.keys() == {0} and holders[0][0] == "thief"  # the stopping worker gave back only its own
+
+
+def _rows(checksums: dict) -> dict:
+    return {table: value for table, value in checksums.items() if table != "projection_checkpoints"}
