@@ -87,7 +87,7 @@ class BulkIngest:
         source = iter(items)
         try:
             async with AtomicBatches(self._log.nc, self._log.stream, layout=self._log.layout) as self._batches:
-                while (item := await self._next(source)) is not None or await self._flush():
+                while (item := self._ahead.popleft() if self._ahead and not self._redo else await self._next(source)) is not None or await self._flush():
                     if isinstance(item, LineError):
                         self._finish_line(item.number, item)
                     elif item is not None:
@@ -199,8 +199,18 @@ class BulkIngest:
             slot.acked_seq, slot.unacked = seq - 1, slot.unacked - len(share.linked)
         if done.events:
             self.report.last_seq = max(self.report.last_seq, first_seq + done.events - 1)
-        for line, outcome in done.lines:
-            self._finish_line(line.number, outcome)
+        attempts, report = self._attempts, self.report
+        for line, outcome in done.lines:  # one round's lines at once: the progress bar advances once a batch
+            if attempts:
+                attempts.pop(line.number, None)
+            if isinstance(outcome, Event):
+                report.accepted += 1
+            elif isinstance(outcome, LineError):
+                report.rejected.append(outcome)
+            else:
+                report.present += 1
+        if done.lines:
+            self._on_line(len(done.lines))
 
     def _finish_line(self, number: int, outcome: Event | str | LineError) -> None:
         self._attempts.pop(number, None)
