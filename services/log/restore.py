@@ -62,7 +62,7 @@ class Republisher:
         self._claims: dict[str, int] = {}  # claim -> sequence of its last event in this restore
         self._batch: list[tuple[str, bytes, dict[str, str]]] | None = None  # None: one publish per event
         self._batch_claims: set[str] = set()  # the claims of the open batch
-        self._blocks = getattr(nc, "publishes_header_blocks", False)
+        self._blocks = hasattr(nc, "publish_blocks")  # claimlog's client: header blocks, a batch in one write
         self.failure: PublishError | None = None
 
     async def __aenter__(self) -> Republisher:
@@ -116,12 +116,19 @@ class Republisher:
         self._batch_claims.clear()
         await self._slots.acquire()
         batch_id, last = uuid.uuid4().hex, len(batch)
+        messages = []
         for number, (subject, data, headers) in enumerate(batch, start=1):
             headers["Nats-Batch-Id"], headers["Nats-Batch-Sequence"] = batch_id, str(number)
             reply = ""
             if number == last:
                 headers["Nats-Batch-Commit"], reply = "1", self._expect_ack(self._position)
-            await self._nc.publish(subject, data, reply=reply, headers=encode_headers(headers) if self._blocks else headers)
+            messages.append((subject, reply, headers, data))
+        if self._blocks:  # the whole batch in one write (``AtomicBatches`` does the same)
+            await self._nc.publish_blocks([(subject, reply, encode_headers(headers), data) for subject, reply, headers, data in messages])
+        else:
+            for subject, reply, headers, data in messages:
+                await self._nc.publish(subject, data, reply=reply, headers=headers)
+        await asyncio.sleep(0)  # let nats-py's flusher write it now, not when the next batch waits
 
     def _expect_ack(self, seq: int) -> str:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
