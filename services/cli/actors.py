@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from events import Actor, ActorKind
@@ -16,6 +18,7 @@ from services.cli.setup import setup
 
 actors_app = typer.Typer(help="Actors who may write, and their bearer tokens (stored hashed).", no_args_is_help=True)
 out = Console()
+ACTOR_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")  # events.envelope.ActorId
 
 
 def register(app: typer.Typer) -> None:
@@ -66,6 +69,11 @@ def _actor(actor_id: str, kind: ActorKind, model: str | None) -> Actor:
         raise typer.BadParameter(
             f"only a model actor names a model: drop --model, or add --kind model if {actor_id} is a model",
             param_hint="--model")
+    if not ACTOR_ID.fullmatch(actor_id):
+        example = re.sub(r"[^A-Za-z0-9._@+-]+", "-", actor_id).strip("-._@+")[:128] or "ada"
+        raise typer.BadParameter(
+            f"{actor_id!r} cannot be an actor id: letters, digits and . _ @ + - only (no spaces), starting with a "
+            f"letter or digit, at most 128 characters; e.g. claimlog actors add {example}", param_hint="ACTOR_ID")
     try:
         return Actor(id=actor_id, kind=kind, model=model)
     except ValidationError as error:
@@ -101,14 +109,20 @@ def revoke(
     token: Annotated[str | None, typer.Option(help="Revoke one token by its id (from `actors list`).")] = None,
 ) -> None:
     """Revoke an actor's tokens (or one token); they stop working at the next request."""
-    if (actor_id is None) == (token is None):
-        raise typer.BadParameter("name an actor, or one token with --token, not both")
+    if actor_id is not None and token is not None:
+        raise typer.BadParameter(f"name an actor or one token, not both: claimlog actors revoke {actor_id} revokes "
+                                 f"every token of {actor_id}, claimlog actors revoke --token {token} only that one")
+    if actor_id is None and token is None:
+        raise typer.BadParameter("name whose tokens to revoke (claimlog actors revoke ada), or one token "
+                                 "(claimlog actors revoke --token TOKEN_ID; claimlog actors list shows them)")
 
     async def work(log):
         return await (await ActorStore.open(log.nc, stream=log.stream)).revoke(actor_id=actor_id, token_id=token)
 
     revoked = _run(work)
     if not revoked:
-        Console(stderr=True).print(f"[red]no live token of {actor_id or token}[/red]")
+        which = f"no live token of {actor_id}" if actor_id else f"no live token {token}"
+        Console(stderr=True).print(f"[red]{escape(which)}: claimlog actors list shows every token, whose it is and "
+                                   "whether it is revoked[/red]")
         raise typer.Exit(1)
     Console(stderr=True).print(f"revoked {len(revoked)} token(s): {', '.join(r.token_id for r in revoked)}")

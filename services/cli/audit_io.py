@@ -10,11 +10,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from services.cli.errors import no_claim
 from services.runtime.compose import open_log, run
 from services.runtime.settings import Settings
+from services.timeline.as_of import is_claim_id
 
 console = Console(stderr=True)
 
@@ -95,6 +98,9 @@ def export(
     out: Annotated[Path | None, typer.Option(help="Write here instead of standard output.")] = None,
 ) -> None:
     """Write the log, or one claim's history, as JSON Lines: seq, subject, stored time, hash and the exact event."""
+    if claim is not None and not is_claim_id(claim):
+        raise typer.BadParameter(f"{claim!r} is not a claim id: write it as CLM- and 4 to 12 digits, e.g. --claim CLM-0338",
+                                 param_hint="--claim")
     code = run(_export(Settings(), claim, out))
     raise typer.Exit(code)
 
@@ -111,6 +117,11 @@ async def _export(settings: Settings, claim: str | None, out: Path | None) -> in
         finally:
             if out:
                 target.close()
+    if claim and not written:
+        if out:
+            out.unlink()  # an empty file would read as an export of a claim with no events
+        console.print(f"[red]{escape(no_claim(claim))}: nothing exported[/red]")
+        return 1
     console.print(f"exported {written} events{f' of {claim}' if claim else ''}{f' to {out}' if out else ''}")
     return 0
 

@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
 
 
 def unreadable(
-    after: Annotated[int, typer.Option(help="Only events after this log sequence.")] = 0,
+    after: Annotated[int, typer.Option(min=0, help="Only events after this log sequence (0: from the first).")] = 0,
     limit: Annotated[int, typer.Option(min=1, help="At most this many.")] = 100,
 ) -> None:
     """Events in the log the projections could not read (skipped, with the reason); exits 1 when there are any."""
@@ -50,7 +50,14 @@ def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")]
     if revision == "head":
         migrated = generations.upgrade()
     else:
-        upgrade(generations.home, revision)
+        from alembic.util import CommandError
+
+        try:
+            upgrade(generations.home, revision)
+        except CommandError as error:
+            raise typer.BadParameter(
+                f"{error} in claimlog's migrations: leave it out to migrate to the newest (claimlog db upgrade), or name "
+                "a revision of migrations/versions/ (e.g. claimlog db upgrade 0003)", param_hint="REVISION") from None
         migrated = [0]
     where = generations.home.url.render_as_string(hide_password=True)
     console.print(f"database at {where} is at revision {revision} (read-model generations {migrated})")

@@ -4,6 +4,9 @@ its traceback."""
 
 from __future__ import annotations
 
+import re
+
+import typer
 from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
@@ -14,7 +17,9 @@ from services.rebuild.generations import GenerationError
 from services.runtime.db import DatabaseNotReadyError
 from services.runtime.embedded import EmbeddedNatsError
 from services.runtime.settings import Settings
+from services.timeline.as_of import is_claim_id
 
+SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 # Errors whose message already says what happened and what to do.
 EXPLAINED = (LogError, DatabaseNotReadyError, EmbeddedNatsError, GenerationError, ActorsUnavailable)
 
@@ -25,6 +30,8 @@ def explain(error: BaseException) -> str | None:
         return explain(error.exceptions[0])
     if isinstance(error, EXPLAINED):
         return str(error)
+    if isinstance(error, ValidationError) and error.title == Settings.__name__:
+        return settings_problems(error)
     if isinstance(error, DBAPIError):
         return _database_problem(error)
     return None
@@ -45,6 +52,41 @@ def _database_problem(error: DBAPIError) -> str | None:
             "run `claimlog db upgrade`, or `claimlog up`, which migrates it"
         )
     return None
+
+
+def claim_key(claim: str) -> str:
+    """A claim named on the command line: an id or a slug, or a usage error saying how claims are named."""
+    if not is_claim_id(claim) and not SLUG.fullmatch(claim):
+        raise typer.BadParameter(no_claim(claim), param_hint="CLAIM")
+    return claim
+
+
+def no_claim(claim: str, point: object | None = None) -> str:
+    """Why a claim named on the command line was not found, and what to type instead."""
+    if not is_claim_id(claim) and not SLUG.fullmatch(claim):
+        return (f"no claim {claim!r}: name a claim by its id (CLM- and 4 to 12 digits, e.g. CLM-0338) or its slug "
+                "(lowercase words joined by hyphens)")
+    if point is not None:
+        return (f"no claim {claim!r} as of {point}: it was drafted after that point, or never; "
+                f"`claimlog history {claim}` shows when it was drafted")
+    return (f"no claim {claim!r} in this registry: check the id or slug; the listing names every claim "
+            "(GET /claims, or /pages/claims in a browser)")
+
+
+def settings_problems(error: ValidationError) -> str:
+    """Settings from the environment that do not read: each variable, what it holds, why, and its default."""
+    problems = []
+    for problem in error.errors(include_url=False):
+        name = str(problem["loc"][0]) if problem["loc"] else ""
+        why = problem["msg"].removeprefix("Value error, ")
+        field = Settings.model_fields.get(name)
+        if field is None:  # a rule over several settings: its message names them
+            problems.append(why)
+            continue
+        default = field.get_default(call_default_factory=True)
+        unset = f"; unset it for the default ({default})" if default not in (None, "", [], ()) else "; or unset it"
+        problems.append(f"CLAIMLOG_{name.upper()}={problem['input']!r}: {why}{unset}")
+    return "the settings in the environment do not read: " + "; ".join(problems)
 
 
 def validation_problems(error: ValidationError) -> str:

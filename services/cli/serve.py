@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
 def up(
     sample: Annotated[bool, typer.Option(help="Also ingest the sample registry pages.")] = False,
     host: Annotated[str | None, typer.Option(help="Read API host (default CLAIMLOG_API_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Read API port (default CLAIMLOG_API_PORT).")] = None,
+    port: Annotated[int | None, typer.Option(min=0, max=65535, help="Read API port (default CLAIMLOG_API_PORT).")] = None,
     cluster: Annotated[
         int | None,
         typer.Option(min=3, max=5, help="Run a JetStream cluster of this many nats-servers on loopback instead of one."),
@@ -44,7 +44,7 @@ def projector() -> None:
 
 def api(
     host: Annotated[str | None, typer.Option(help="Host to bind (default CLAIMLOG_API_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port to bind (default CLAIMLOG_API_PORT).")] = None,
+    port: Annotated[int | None, typer.Option(min=0, max=65535, help="Port to bind (default CLAIMLOG_API_PORT).")] = None,
     read_only: Annotated[bool, typer.Option(help="Serve reads only: no commands, no NATS connection.")] = False,
 ) -> None:
     """Run the HTTP API alone: reads, and commands (which connect to NATS as the writer)."""

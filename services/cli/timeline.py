@@ -8,12 +8,14 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 from sqlalchemy.exc import DBAPIError
 
 from events import EVENT_TYPES, ActorKind
+from services.cli.errors import claim_key, no_claim
 from services.ingest.page_format import caveats
 from services.runtime.compose import open_log, run
 from services.runtime.db import DatabaseNotReadyError
@@ -41,9 +43,9 @@ def show(
         point = parse_as_of(None if as_of_seq is None else str(as_of_seq), as_of)
     except BadAsOf as error:
         raise typer.BadParameter(str(error).replace("as_of_seq", "--as-of-seq").replace("as_of", "--as-of")) from None
-    doc = run(_page_json(Settings(), claim, point))
+    doc = run(_page_json(Settings(), claim_key(claim), point))
     if doc is None:
-        console.print(f"[red]no claim {claim!r}{f' as of {point}' if point else ''}[/red]")
+        console.print(f"[red]{escape(no_claim(claim, point))}[/red]")
         raise typer.Exit(1)
     if as_json:
         print(doc.decode())
@@ -63,9 +65,9 @@ def history(
     unknown = sorted(set(type_ or []) - set(EVENT_TYPES))
     if unknown:
         raise typer.BadParameter(f"no event type {', '.join(unknown)}; types are {', '.join(EVENT_TYPES)}")
-    entries = run(_history(Settings(), claim))
+    entries = run(_history(Settings(), claim_key(claim)))
     if entries is None:
-        console.print(f"[red]no claim {claim!r}[/red]")
+        console.print(f"[red]{escape(no_claim(claim))}[/red]")
         raise typer.Exit(1)
     kind = actor_kind.value if actor_kind else None
     shown, _ = select_entries(entries, types=set(type_ or []), actor_kind=kind, after_seq=after_seq, limit=limit)

@@ -11,6 +11,8 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from events.subjects import DEFAULT_PARTITIONS, DEFAULT_PREFIX, DEFAULT_STREAM, MAX_PARTITIONS, TOKEN
 
@@ -108,6 +110,21 @@ class Settings(BaseSettings):
         if (self.nats_tls_cert is None) != (self.nats_tls_key is None):
             raise ValueError("CLAIMLOG_NATS_TLS_CERT and CLAIMLOG_NATS_TLS_KEY go together: set both, or neither")
         return self
+
+    @field_validator("database_url")
+    @classmethod
+    def _sqlite_or_postgresql(cls, value: str | None) -> str | None:
+        """A URL SQLAlchemy reads, of one of the two databases claimlog keeps its read models in."""
+        if value is None:
+            return value
+        examples = "sqlite:///PATH or postgresql://USER@HOST:5432/DATABASE"
+        try:
+            backend = make_url(value).get_backend_name()
+        except ArgumentError:
+            raise ValueError(f"not a database URL; write it as {examples}") from None
+        if backend not in ("sqlite", "postgresql"):
+            raise ValueError(f"claimlog keeps its read models in SQLite or PostgreSQL, not {backend}: {examples}")
+        return value
 
     @field_validator("cors_allow_origins", "cors_allow_methods", "cors_allow_headers", mode="before")
     @classmethod

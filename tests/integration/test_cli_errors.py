@@ -180,3 +180,35 @@ def test_an_error_nobody_can_act_on_is_left_to_its_traceback(engine, monkeypatch
     with pytest.raises(DBAPIError) as missing, engine.connect() as conn:
         conn.execute(text("SELECT * FROM no_such_read_model"))
     assert "no claimlog tables" in explain(missing.value)
+
+
+def said(done: subprocess.CompletedProcess[str], code: int) -> str:
+    assert done.returncode == code, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    return " ".join(done.stderr.replace("│", " ").split())
+
+
+def test_a_claim_that_is_not_there_says_how_claims_are_named_or_where_to_find_them(tmp_path: Path):
+    assert claimlog("ingest", str(SAMPLES / "CLM-0338.txt"), cwd=tmp_path).returncode == 0
+    for command in ("show", "history"):
+        assert "no claim 'Not A Claim': name a claim by its id (CLM- and 4 to 12 digits, e.g. CLM-0338) or its slug" in said(
+            claimlog(command, "Not A Claim", cwd=tmp_path), 2)
+        assert "no claim 'CLM-9999' in this registry: check the id or slug; the listing names every claim (GET /claims" in said(
+            claimlog(command, "CLM-9999", cwd=tmp_path), 1)
+    assert "no claim 'CLM-0338' as of sequence 0: it was drafted after that point, or never; `claimlog history CLM-0338`" in said(
+        claimlog("show", "CLM-0338", "--as-of-seq", "0", cwd=tmp_path), 1)
+    out = tmp_path / "export.jsonl"
+    assert "no claim 'CLM-9999' in this registry" in said(claimlog("export", "--claim", "CLM-9999", "--out", str(out), cwd=tmp_path), 1)
+    assert not out.exists()  # no empty export left behind
+    assert "exported 7 events of CLM-0338" in said(claimlog("export", "--claim", "CLM-0338", "--out", str(out), cwd=tmp_path), 0)
+
+
+def test_revoking_tokens_nobody_holds_points_to_the_list(tmp_path: Path):
+    assert claimlog("actors", "add", "ada", cwd=tmp_path).returncode == 0
+    assert "no live token of nobody: claimlog actors list shows every token" in said(
+        claimlog("actors", "revoke", "nobody", cwd=tmp_path), 1)
+
+
+def test_a_migration_that_does_not_exist_is_named_with_what_to_type(database_url: str, tmp_path: Path):
+    done = claimlog("db", "upgrade", "no-such-revision", cwd=tmp_path, database_url=database_url)
+    assert "Can't locate revision identified by 'no-such-revision' in claimlog's migrations: leave it out to migrate to the newest" in said(done, 2)
