@@ -61,11 +61,12 @@ def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Per
         # The API processes connect as writer (with commands) or reader: both hear the commit notices.
         # ... and keeps the buckets all API processes share: slugs' owners and the rate limit.
         "writer": _own_replies("writer", (events, f"{api}.INFO", *read_log, *_reads(f"KV_{actors_bucket(stream)}"),
-                                          *(s for kind in (SLUGS, RATES) for s in _keeps(bucket_name(kind, stream)))),
+                                          *(s for kind in (SLUGS, RATES) for s in _keeps(bucket_name(kind, stream))),
+                                          *_sees_leases()),
                                also=(notice_subject(stream),)),
         # A projector worker also keeps its leases: reads, compare-and-set writes and a key listing.
         "projector": _own_replies("projector", (*read_log, *consume, notice_subject(stream), *_kv_leases())),
-        "reader": _own_replies("reader", read_log, also=(notice_subject(stream),)),
+        "reader": _own_replies("reader", (*read_log, *_sees_leases()), also=(notice_subject(stream),)),
     }
 
 
@@ -83,6 +84,13 @@ def _kv_leases() -> tuple[str, ...]:
     consumer of the bucket's stream); admin makes the bucket."""
     api, kv = "$JS.API", f"KV_{LEASES_BUCKET}"
     return (*_keeps(LEASES_BUCKET), f"{api}.CONSUMER.CREATE.{kv}", f"{api}.CONSUMER.CREATE.{kv}.>", f"{api}.CONSUMER.DELETE.{kv}.>")
+
+
+def _sees_leases() -> tuple[str, ...]:
+    """Read the partition leases and list their keys, changing nothing: the API's health report names
+    each worker and the partitions it holds (``services/read_api/partitions.py``)."""
+    api, kv = "$JS.API", f"KV_{LEASES_BUCKET}"
+    return (*_reads(kv), f"{api}.CONSUMER.CREATE.{kv}", f"{api}.CONSUMER.CREATE.{kv}.>", f"{api}.CONSUMER.INFO.{kv}.>", f"{api}.CONSUMER.DELETE.{kv}.>")
 
 
 def _reads(stream: str) -> tuple[str, ...]:

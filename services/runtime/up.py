@@ -121,7 +121,9 @@ def _wait_healthy(base: str, supervisor: Supervisor, timeout: float = 60.0) -> N
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not supervisor.stopping:
         try:
-            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+            # Readiness, not the full report: /health also asks the log and the workers' leases, which may
+            # take longer than a start-up poll should wait.
+            if httpx.get(f"{base}/health/ready", timeout=5).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
