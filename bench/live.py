@@ -45,6 +45,12 @@ from services.runtime.embedded import EmbeddedNats  # noqa: E402
 console = Console()
 
 
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def resident_mb(pid: int) -> float:
     """A process's resident memory, from /proc."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -61,6 +67,7 @@ class Timings:
         self.streamed: dict[tuple[str, int], float] = {}
         self.polled: dict[tuple[str, int], float] = {}
         self.registry_messages = 0
+        self.api_cpu = 0.0  # the API process's CPU seconds while the events were written and delivered
 
     def lags(self, seen: dict[tuple[str, int], float]) -> list[float]:
         return [(seen[key] - at) * 1000 for key, at in self.noticed.items() if key in seen]
@@ -131,8 +138,10 @@ async def measure(args: argparse.Namespace, url: str, api: str, api_pid: int, db
                 head = heads[claim_id]
                 heads[claim_id] = await claim_log.append(claim_id, [source(claim_id, i)], expected_seq=head.last_seq, prev_hash=head.last_hash)
 
+        cpu = cpu_seconds(api_pid)
         await paced(args.rate, args.seconds, write)
         await asyncio.sleep(2)  # the last deliveries
+        timings.api_cpu = cpu_seconds(api_pid) - cpu
         stop.set()
         polling.join()
         for task in tasks:
@@ -143,6 +152,7 @@ async def measure(args: argparse.Namespace, url: str, api: str, api_pid: int, db
 
 
 async def main(args: argparse.Namespace) -> None:
+    args.load = os.getloadavg()[0]  # the machines are shared: the figures say how busy it was when the run began
     workdir = Path(tempfile.mkdtemp(prefix="claimlog-live-"))
     server = EmbeddedNats(workdir / "nats", sync=args.sync)
     url = server.start()
@@ -176,8 +186,11 @@ def report(timings: Timings, per_stream_kb: float, args: argparse.Namespace) -> 
     console.print(f"committed {len(timings.noticed)}, delivered on their claim's stream {len(ours)} (missed {missed}); "
                   f"registry streams got {timings.registry_messages} messages (bursts merged)")
     console.print(f"memory per open stream: {per_stream_kb:.1f} KiB of the API process")
+    console.print(f"API process CPU while writing and delivering: {timings.api_cpu:.2f} s "
+                  f"({timings.api_cpu / args.seconds * 100:.0f}% of a core); load average {args.load:.1f} at the start")
     console.print(f"target: commit -> delivery p99 <= 50 ms -> {'met' if percentile(ours, 99) <= 50 else 'NOT met'}")
-    record("live commit to delivery p99", percentile(ours, 99), unit="ms", peer=percentile(peer, 99))
+    busy = f"load average {args.load:.1f} at the start; API CPU {timings.api_cpu / args.seconds * 100:.0f}% of a core"
+    record("live commit to delivery p99", percentile(ours, 99), unit="ms", peer=percentile(peer, 99), note=busy)
     record("live memory per open stream", per_stream_kb, unit="KiB")
 
 

@@ -189,7 +189,8 @@ async def _stream(request: Request, watcher: Watcher, resume: int | None) -> Asy
             watcher.offer(claims, through)
         while not await request.is_disconnected():
             try:
-                await asyncio.wait_for(watcher.wake.wait(), timeout=DISCONNECT_CHECK)
+                async with asyncio.timeout(DISCONNECT_CHECK):  # no task per wait, as wait_for makes on Python 3.11
+                    await watcher.wake.wait()
             except TimeoutError:
                 continue  # FastAPI sends keep-alive comments itself; this only checks for a disconnect
             message = await _take(request.app.state.engine, watcher)
