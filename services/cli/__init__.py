@@ -10,11 +10,24 @@ from __future__ import annotations
 import typer
 from rich.markup import escape
 
-from services.cli import actors, audit_io, certs, db, ingest, parked, replay, schema, serve, status, timeline
+from services.cli import (
+    actors,
+    audit_io,
+    backup,
+    certs,
+    db,
+    ingest,
+    parked,
+    replay,
+    schema,
+    serve,
+    status,
+    timeline,
+)
 from services.cli.setup import console
 
 app = typer.Typer(help="claimlog: the event-sourced registry of research claims.", no_args_is_help=True)
-for commands in (audit_io, replay, timeline, status, serve, ingest, db, schema, actors, parked, certs):
+for commands in (audit_io, replay, timeline, status, serve, ingest, db, schema, actors, parked, certs, backup):
     commands.register(app)
 
 

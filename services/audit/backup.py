@@ -1,0 +1,164 @@
+"""``claimlog backup DIR`` and ``claimlog restore DIR``: everything of a registry that no replay can rebuild.
+
+A backup directory holds:
+
+- ``log.jsonl``: the log, as ``claimlog export`` writes it (each event's exact bytes, hash, sequence,
+  store time and message id), restored by the same checked, byte-for-byte import;
+- ``buckets/<bucket>.snapshot`` and ``buckets/<bucket>.json``: the server's own snapshot of each of the
+  registry's key-value buckets (the token store ``claimlog_actors``, and every other ``claimlog_<name>``
+  bucket of the registry, such as its key registry) with the bucket's config and state: every
+  revision, deleted ones too, at its sequence and time;
+- ``manifest.json``, written last: the registry (stream, subject prefix, partitions), the head of the
+  log, the buckets, and when. A directory without it is an unfinished backup and is not restored.
+
+Not kept: the read models (a replay rebuilds them), the partition leases (``claimlog-leases``: which
+worker holds which partition, each for seconds; restored, they would name workers that are gone, and
+the workers take the partitions anew), and consumers (made by the projector as it starts).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from services.actors import actors_bucket
+from services.audit.export import ImportRefused, export_log, import_file, read_export
+from services.log import ClaimLog
+from services.log.snapshot import restore_stream, snapshot_stream
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+LOG_FILE = "log.jsonl"
+BUCKETS_DIR = "buckets"
+KV_PREFIX = "KV_"
+Progress = Callable[[int], None]
+
+
+class BackupRefused(RuntimeError):
+    """A backup or restore that was not started: says why (nothing was written)."""
+
+
+@dataclass(frozen=True)
+class Backup:
+    """What a backup holds."""
+
+    events: int
+    head: int
+    buckets: tuple[str, ...]
+
+
+def registry_buckets(bucket_names: list[str], stream: str) -> list[str]:
+    """The key-value buckets of the registry on ``stream``: named like its token store, ``claimlog_<name>``
+    (``claimlog_<name>_<stream>`` for a registry on another stream than the default)."""
+    suffix = actors_bucket(stream).removeprefix("claimlog_actors")
+    pattern = re.compile(rf"claimlog_[a-z0-9]+{re.escape(suffix)}")
+    return sorted(name for name in bucket_names if pattern.fullmatch(name))
+
+
+async def server_buckets(claim_log: ClaimLog) -> list[str]:
+    """Every key-value bucket on the server (its stream ``KV_<bucket>``)."""
+    names = [info.config.name for info in await claim_log.nc.jetstream().streams_info()]
+    return [name.removeprefix(KV_PREFIX) for name in names if name.startswith(KV_PREFIX)]
+
+
+async def backup(
+    claim_log: ClaimLog, directory: Path, *, log_progress: Progress | None = None, bucket_progress: Progress | None = None
+) -> Backup:
+    """Write the registry's log and buckets to ``directory`` (new, or empty), made owner-only: it holds the
+    token hashes and the keys' registry."""
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise BackupRefused(f"{directory} is not an empty directory: a backup goes into a new one")
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    head = await claim_log.head()
+    with _private(directory / LOG_FILE) as out:
+        events = await export_log(claim_log, out, progress=log_progress)
+    buckets = registry_buckets(await server_buckets(claim_log), claim_log.stream)
+    (directory / BUCKETS_DIR).mkdir(mode=0o700)
+    for bucket in buckets:
+        meta = await snapshot_stream(claim_log.nc, f"{KV_PREFIX}{bucket}", directory / BUCKETS_DIR / f"{bucket}.snapshot",
+                                     progress=bucket_progress)
+        with _private(directory / BUCKETS_DIR / f"{bucket}.json") as out:
+            json.dump(meta, out, indent=1)
+    manifest = {
+        "format": FORMAT,
+        "stream": claim_log.stream,
+        "subject_prefix": claim_log.layout.prefix,
+        "partitions": claim_log.layout.partitions,
+        "events": events,
+        "head": head,
+        "buckets": buckets,
+        "made_at": datetime.datetime.now(datetime.UTC).isoformat(),
+    }
+    with _private(directory / MANIFEST) as out:
+        json.dump(manifest, out, indent=1)
+    return Backup(events, head, tuple(buckets))
+
+
+def read_manifest(directory: Path) -> dict:
+    """The backup's manifest; a ``BackupRefused`` saying why when the directory is not a whole backup."""
+    try:
+        manifest = json.loads((directory / MANIFEST).read_text())
+    except FileNotFoundError:
+        raise BackupRefused(f"{directory} has no {MANIFEST}: not a backup, or one that did not finish") from None
+    except ValueError as error:
+        raise BackupRefused(f"{directory / MANIFEST} is not JSON ({error})") from None
+    if manifest.get("format") != FORMAT:
+        raise BackupRefused(f"{directory / MANIFEST}: format {manifest.get('format')!r}, this claimlog reads format {FORMAT}")
+    missing = [p for p in [LOG_FILE, *(f"{BUCKETS_DIR}/{b}.{x}" for b in manifest["buckets"] for x in ("json", "snapshot"))]
+               if not (directory / p).is_file()]
+    if missing:
+        raise BackupRefused(f"{directory} misses {', '.join(missing)}: the backup is incomplete")
+    return manifest
+
+
+async def restore(
+    claim_log: ClaimLog, directory: Path, *, replicas: int, log_progress: Progress | None = None,
+    bucket_progress: Progress | None = None,
+) -> Backup:
+    """Restore a backup into a registry that holds nothing yet: its buckets as they were (with ``replicas``
+    copies each), then its log, byte for byte at its sequences. Everything is checked before anything is
+    written: the manifest, every line of the log, the registry's stream and that the stream and the
+    buckets are empty."""
+    manifest = read_manifest(directory)
+    if manifest["stream"] != claim_log.stream:
+        raise BackupRefused(
+            f"the backup is of the registry on stream {manifest['stream']}, not {claim_log.stream}: "
+            f"restore it with CLAIMLOG_STREAM={manifest['stream']}"
+        )
+    events = sum(1 for _ in read_export(directory / LOG_FILE))  # every line checked (its hash too) before writing
+    if await claim_log.head():
+        raise ImportRefused(f"stream {claim_log.stream} is not empty: a backup restores into an empty registry only")
+    existing = set(await server_buckets(claim_log))
+    js = claim_log.nc.jetstream()
+    for bucket in manifest["buckets"]:
+        if bucket in existing and (await js.stream_info(f"{KV_PREFIX}{bucket}")).state.messages:
+            raise ImportRefused(f"bucket {bucket} is not empty: a backup restores into an empty registry only")
+    for bucket in manifest["buckets"]:
+        if bucket in existing:
+            await js.delete_stream(f"{KV_PREFIX}{bucket}")  # empty: made by a start before the restore
+        meta = json.loads((directory / BUCKETS_DIR / f"{bucket}.json").read_text())
+        meta["config"]["num_replicas"] = replicas
+        await restore_stream(claim_log.nc, meta, directory / BUCKETS_DIR / f"{bucket}.snapshot", progress=bucket_progress)
+    if events:
+        await import_file(claim_log, directory / LOG_FILE, progress=log_progress)
+    return Backup(events, manifest["head"], tuple(manifest["buckets"]))
+
+
+class _private:
+    """A file opened for writing, readable by its owner only from its first byte."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __enter__(self):
+        self.file = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8")
+        return self.file
+
+    def __exit__(self, *exc: object) -> None:
+        self.file.close()

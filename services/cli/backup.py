@@ -1,0 +1,78 @@
+"""``claimlog backup DIR`` and ``claimlog restore DIR``: the log and the registry's buckets (services/audit/backup.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from services.cli.audit_io import _bar, _progress, console
+from services.runtime.compose import nats_replicas, open_log, run
+from services.runtime.settings import Settings
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``backup`` and ``restore`` to the ``claimlog`` command."""
+    app.command("backup")(backup)
+    app.command("restore")(restore)
+
+
+def backup(directory: Annotated[Path, typer.Argument(help="A new (or empty) directory to write the backup to.")]) -> None:
+    """Back up what no replay can rebuild: the log, the token store and every other bucket of the registry."""
+    raise typer.Exit(run(_backup(Settings(), directory)))
+
+
+async def _backup(settings: Settings, directory: Path) -> int:
+    from services.audit.backup import BackupRefused
+    from services.audit.backup import backup as write_backup
+
+    async with open_log(settings, client_name="claimlog-backup", role="admin", create=False) as claim_log:
+        head = await claim_log.head()
+        try:
+            with _progress() as progress:
+                made = await write_backup(
+                    claim_log, directory, log_progress=_bar(progress, "log", head), bucket_progress=_bar(progress, "buckets (bytes)", None)
+                )
+        except BackupRefused as error:
+            console.print(f"[red]refused[/red]: {error}", highlight=False)
+            return 1
+    console.print(f"backed up {made.events} events (through sequence {made.head}) and the buckets "
+                  f"{', '.join(made.buckets) or '(none)'} to {directory}", highlight=False)
+    return 0
+
+
+def restore(
+    directory: Annotated[Path, typer.Argument(help="A directory written by `claimlog backup`.", exists=True, file_okay=False)],
+) -> None:
+    """Restore a backup into a registry that holds nothing yet; checks it all first and writes nothing if it is bad."""
+    raise typer.Exit(run(_restore(Settings(), directory)))
+
+
+async def _restore(settings: Settings, directory: Path) -> int:
+    from services.audit.backup import BackupRefused, read_manifest
+    from services.audit.backup import restore as restore_backup
+    from services.audit.export import ExportFileError, ImportRefused
+    from services.log import LogError
+
+    try:
+        events = read_manifest(directory)["events"]
+    except BackupRefused as error:
+        console.print(f"[red]refused[/red]: {error}; nothing was restored", highlight=False)
+        return 1
+    async with open_log(settings, client_name="claimlog-restore", role="admin") as claim_log:
+        try:
+            with _progress() as progress:
+                restored = await restore_backup(
+                    claim_log, directory, replicas=nats_replicas(settings),
+                    log_progress=_bar(progress, "log", events), bucket_progress=_bar(progress, "buckets (bytes)", None),
+                )
+        except (BackupRefused, ExportFileError, ImportRefused) as error:
+            console.print(f"[red]refused[/red]: {error}; nothing was restored", highlight=False)
+            return 1
+        except LogError as error:
+            console.print(f"[red]restore failed[/red]: {error} (the stream now ends at {await claim_log.head()})")
+            return 1
+    console.print(f"restored {restored.events} events and the buckets {', '.join(restored.buckets) or '(none)'} "
+                  f"from {directory}", highlight=False)
+    return 0
