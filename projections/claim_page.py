@@ -31,7 +31,7 @@ from projections.page_model import (
     Stamp,
     Withdrawal,
 )
-from projections.scorecard import counts_toward_scorecard, standing
+from projections.scorecard import counts_toward_scorecard, review_refusal, standing
 
 Handler = Callable[[ClaimPage, Event, Stamp], None]
 
@@ -139,6 +139,10 @@ def _disagreement_resolved(page: ClaimPage, event: DisagreementResolved, stamp: 
 
 
 def _review_recorded(page: ClaimPage, event: ReviewRecorded, stamp: Stamp) -> None:
+    # An imported review is the page's word: the rules apply to whoever the page says wrote it.
+    reviewer = event.actor if event.imported_from is None else event.written_by
+    if reviewer is not None and review_refusal(page.notes.drafted.by, reviewer) is not None:
+        return  # a review the rules do not allow (written around the command API) is no review
     stamp = _credited(stamp, event)
     if _find(page, page.reviews, "review_id", event.review_id) is None:
         fields = _fields(event, "review_id", "reviewer_kind", "verdict", "confidence", "revision", "summary")

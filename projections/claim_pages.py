@@ -41,7 +41,9 @@ class ClaimPagesProjection:
     # 4: a snapshot every 25 events, not 100
     # 5: related claims carry review_state_now and label_disagrees (filled on read)
     # 6: imported sources and relations say where they were imported from
-    version = 6
+    # 7: reviews by the drafter, by a model of the drafting model's name, or by a service are not folded
+    #    (RULES_VERSION 2)
+    version = 7
     tables = (claim_pages, page_snapshots)
 
     def __init__(self, *, write_behind: bool = False, cache_pages: int | None = None) -> None:

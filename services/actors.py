@@ -42,6 +42,10 @@ class TokenRecord(BaseModel):
     revoked_at: datetime | None = None
 
 
+class ActorKindFixed(ValueError):
+    """A token asked for an existing actor id with another kind: an actor's kind never changes."""
+
+
 class ActorsUnavailable(RuntimeError):
     """The actors bucket does not exist yet: no actor has been added."""
 
@@ -95,7 +99,18 @@ class ActorStore:
         return cls(kv)
 
     async def issue(self, actor: Actor) -> tuple[str, TokenRecord]:
-        """A new token for ``actor``: the token itself (shown once) and its record."""
+        """A new token for ``actor``: the token itself (shown once) and its record.
+
+        An actor's kind is fixed by its first token (revoked or not): the review rules tell a person from a
+        model by it, so one id must not be both. ``ActorKindFixed`` says so.
+        """
+        for _, record in await self.records():
+            if record.actor.id == actor.id and record.actor.kind is not actor.kind:
+                raise ActorKindFixed(
+                    f"actor {actor.id!r} is a {record.actor.kind.value} (token {record.token_id}, made "
+                    f"{record.created_at:%Y-%m-%d}): an actor's kind never changes; add the {actor.kind.value} "
+                    "under another id"
+                )
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         digest = token_hash(token)
         record = TokenRecord(token_id=digest[:12], actor=actor, created_at=utc_now())

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from events import Actor, ActorKind
-from services.actors import ActorStore, ActorsUnavailable
+from services.actors import ActorKindFixed, ActorStore, ActorsUnavailable
 from services.cli.errors import validation_problems
 from services.cli.setup import setup
 
@@ -49,9 +49,15 @@ def add(
 
     async def work(log):
         store = await ActorStore.open(log.nc, create=True, replicas=log.spec.replicas, stream=log.stream)
-        return await store.issue(actor)
+        try:
+            return await store.issue(actor)
+        except ActorKindFixed as error:
+            return error
 
-    token, record = _run(work)
+    issued = _run(work)
+    if isinstance(issued, ActorKindFixed):
+        raise typer.BadParameter(str(issued), param_hint="--kind")
+    token, record = issued
     typer.echo(token)  # stdout: the token alone, for scripts
     Console(stderr=True).print(
         f"token {record.token_id} for {actor.kind.value} [bold]{actor.id}[/bold]"

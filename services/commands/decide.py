@@ -10,8 +10,9 @@ The rules, in words (docs/commands.md lists them with their reasons):
 - sources, disagreements and reviews are named by the producer and named once; acting on one
   needs it to exist; a withdrawn source or review cannot be corrected or withdrawn again; a
   resolved disagreement cannot be answered or resolved again;
-- a review is of a revision that exists, by a person or by an AI model (never a service), and its
-  kind follows from the authenticated actor;
+- a review is of a revision that exists, by a person or by an AI model (never a service), never by
+  the claim's drafter nor by a model of the drafting model's name (``projections/scorecard.py``:
+  the fold holds the same rule), and its kind follows from the authenticated actor;
 - a claim superseded by, or related to, another claim by id needs that claim to exist.
 """
 
@@ -24,6 +25,7 @@ from enum import StrEnum
 from pydantic import ValidationError
 
 from events import Actor, ActorKind, Event
+from projections.scorecard import review_refusal
 from services.commands.models import Command
 from services.commands.state import ClaimState
 
@@ -135,8 +137,9 @@ def _act_on_disagreement(command, state: ClaimState, ctx: Context) -> dict:
 
 
 def _review(command, state: ClaimState, ctx: Context) -> dict:
-    if ctx.actor.kind is ActorKind.SERVICE:
-        raise Rejected(Kind.FORBIDDEN, "reviewer_not_allowed", "reviews are by a person or an AI model, not by a service")
+    refusal = review_refusal(state.drafted_by, ctx.actor) if state.drafted_by is not None else None
+    if refusal is not None:
+        raise Rejected(Kind.FORBIDDEN, *refusal)
     _new_item(command, state.reviews, "review")
     if command.revision > state.revision:
         raise Rejected(

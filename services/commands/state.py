@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from events import Event, UnknownEventError
+from events import Actor, Event, UnknownEventError
 from events.claim import ClaimDrafted, ClaimRetracted, ClaimRevised, ClaimSuperseded
 from events.disagreement import DisagreementFiled, DisagreementResolved
 from events.relation import ClaimsRelated, ClaimsUnrelated
@@ -36,6 +36,7 @@ class ClaimState:
 
     claim_id: str
     drafted: bool = False
+    drafted_by: Actor | None = None  # who drafted it (the first draft, if a producer wrote two)
     lifecycle: str = "active"  # active, retracted, superseded
     revision: int = 0
     sources: dict[str, str] = field(default_factory=dict)  # source id -> active / withdrawn
@@ -66,6 +67,7 @@ class ClaimState:
         match event:
             case ClaimDrafted():
                 self.drafted, self.revision = True, max(self.revision, 1)
+                self.drafted_by = self.drafted_by or event.actor
             case ClaimRevised():
                 self.revision += 1
             case ClaimRetracted():

@@ -1,4 +1,4 @@
-"""A command API in the test's event loop: the app, a running projector, and tokens for four actors."""
+"""A command API in the test's event loop: the app, a running projector, and tokens for five actors."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ ACTORS = {
     "ada": Actor(id="ada", kind="person"),
     "grace": Actor(id="grace", kind="person"),
     "drafter": Actor(id="drafter", kind="model", model="drafter-2"),
+    "critic": Actor(id="critic", kind="model", model="critic-1"),  # another model: it may review the drafter's claims
     "bot": Actor(id="source-bot", kind="service"),
 }
 

@@ -8,9 +8,10 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
-from events import new_event_id
+from events import Actor, new_event_id
 from events.claim import ClaimDrafted
 from events.envelope import utc_now
+from events.review import ReviewRecorded
 from services.commands import Rejected, parse_command
 from services.commands.service import CommandService
 from services.read_api.app import create_app
@@ -20,7 +21,7 @@ from tests.integration.command_api import ACTORS, Api, draft
 
 async def test_every_command_shows_its_effect_on_the_claim_page(api: Api):
     claim, other = random_claim_id(), random_claim_id()
-    assert (await api.send("draft_claim", "drafter", **draft(claim))).status_code == 201
+    assert (await api.send("draft_claim", "grace", **draft(claim))).status_code == 201
     assert (await api.send("draft_claim", "ada", **draft(other))).status_code == 201
     steps = [
         ("revise_claim", "ada", {"statement": "Planning before acting helps.", "falsifier": "No effect at scale."}),
@@ -32,8 +33,8 @@ async def test_every_command_shows_its_effect_on_the_claim_page(api: Api):
         ("answer_disagreement", "ada", {"disagreement_id": "d1", "answer": "A larger run is planned."}),
         ("resolve_disagreement", "grace", {"disagreement_id": "d1", "outcome": "upheld"}),
         ("record_review", "drafter", {"review_id": "r1", "verdict": "sound", "confidence": "medium", "revision": 2}),
-        ("record_review", "grace", {"review_id": "r2", "verdict": "unsound", "confidence": "high", "revision": 1}),
-        ("withdraw_review", "grace", {"review_id": "r2", "reason": "Reviewed the wrong revision."}),
+        ("record_review", "ada", {"review_id": "r2", "verdict": "unsound", "confidence": "high", "revision": 1}),
+        ("withdraw_review", "ada", {"review_id": "r2", "reason": "Reviewed the wrong revision."}),
         ("relate_claims", "ada", {"related_claim_id": other, "rank": 1}),
         ("relate_claims", "ada", {"statement": "A claim without a page yet.", "capability": "Planning"}),
         ("unrelate_claims", "ada", {"related_key": other}),
@@ -199,6 +200,26 @@ async def test_the_first_claim_keeps_its_slug_when_a_direct_producer_drafts_anot
     assert (await api.page(second, after=stored.last_seq))["statement"] == "Someone else's claim."
 
 
+async def test_a_model_draft_counts_only_once_someone_other_than_its_model_reviewed_it(api: Api):
+    claim = random_claim_id()
+    drafted = await api.send("draft_claim", "drafter", **draft(claim))
+    review = {"claim_id": claim, "verdict": "sound", "confidence": "high", "revision": 1}
+    own = await api.send("record_review", "drafter", review_id="r1", **review)
+    assert (own.status_code, own.json()["error"]) == (403, "own_draft")
+    # A direct producer writing the same model's review around the API: the page does not fold it.
+    twin = Actor(id="drafter-twin", kind="model", model="drafter-2")
+    forged = ReviewRecorded(event_id=new_event_id(), occurred_at=utc_now(), actor=twin, claim_id=claim, review_id="r2",
+                            reviewer_kind="ai", verdict="sound", confidence="high", revision=1)
+    head = drafted.json()["last_seq"]
+    stored = await api.log.append(claim, [forged], expected_seq=head, prev_hash=(await api.log.claim_head(claim)).hash)
+    page = await api.page(claim, after=stored.last_seq)
+    assert page["reviews"] == [] and page["status"]["unreviewed_model_draft"] is True
+    assert page["status"]["counts_toward_scorecard"] is False
+    counted = await api.send("record_review", "ada", review_id="r3", **review)
+    page = await api.page(claim, after=counted.json()["last_seq"])
+    assert [r["review_id"] for r in page["reviews"]] == ["r3"] and page["status"]["counts_toward_scorecard"] is True
+
+
 async def test_two_writers_racing_on_one_version_end_with_one_success_and_one_409(api: Api):
     claim = random_claim_id()
     version = (await api.send("draft_claim", "ada", **draft(claim))).json()["last_seq"]
@@ -220,8 +241,9 @@ async def test_two_writers_racing_on_one_version_end_with_one_success_and_one_40
         ("attach_source", "bot", {"claim_id": "CLM-00000001", "source_id": "s", "relation": "supports", "measured": "x"}, 404, "claim_not_found"),
         ("resolve_disagreement", "ada", {"disagreement_id": "d-resolved", "outcome": "rejected"}, 409, "disagreement_resolved"),
         ("answer_disagreement", "ada", {"disagreement_id": "nope", "answer": "x"}, 404, "disagreement_not_found"),
-        ("record_review", "ada", {"review_id": "r9", "verdict": "sound", "confidence": "low", "revision": 7}, 422, "revision_not_found"),
+        ("record_review", "grace", {"review_id": "r9", "verdict": "sound", "confidence": "low", "revision": 7}, 422, "revision_not_found"),
         ("record_review", "bot", {"review_id": "r9", "verdict": "sound", "confidence": "low", "revision": 1}, 403, "reviewer_not_allowed"),
+        ("record_review", "ada", {"review_id": "r9", "verdict": "sound", "confidence": "low", "revision": 1}, 403, "own_draft"),
         ("withdraw_source", "ada", {"source_id": "missing", "reason": "x"}, 404, "source_not_found"),
         ("attach_source", "bot", {"source_id": "s1", "relation": "supports", "measured": "again"}, 409, "source_exists"),
         ("revise_claim", "ada", {"reason": "changes nothing"}, 422, "invalid_request"),

@@ -63,7 +63,7 @@ async def registry(api: Api) -> Registry:
     for source, relation in (("s1", "validates"), ("s2", "supports"), ("s3", "mentions")):
         await registry.send("attach_source", "bot", "plan", source_id=source, relation=relation, measured="+4 points.")
     await registry.send("attach_source", "bot", "agents", source_id="s1", relation="contradicts", measured="No gain.")
-    await registry.send("record_review", "drafter", "agents", review_id="r1", verdict="sound", confidence="low", revision=1)
+    await registry.send("record_review", "critic", "agents", review_id="r1", verdict="sound", confidence="low", revision=1)
     await registry.send("attach_source", "bot", "retrieval", source_id="s1", relation="contradicts", measured="Worse.")
     for disagreement in ("d1", "d2"):
         await registry.send("file_disagreement", "grace", "retrieval", disagreement_id=disagreement, argument="Leakage.")

@@ -13,11 +13,13 @@ import uuid
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import make_url
 
 import services.actors
-from services.actors import BUCKET, ActorStore
+from events import Actor
+from services.actors import BUCKET, ActorKindFixed, ActorStore
 from services.log import ClaimLog
 from services.read_api.app import attach_log, create_app
 from tests.conftest import POSTGRES_URL, random_claim_id
@@ -84,3 +86,14 @@ async def test_the_api_answers_a_missing_database_and_a_closed_log_without_secre
         assert "://" not in answer.text or answer.request.url.path == "/metrics", where
         if answer.status_code >= 500 and answer.request.url.path != "/health":  # retry later, with the reason
             assert answer.status_code == 503 and answer.json()["error"] in ("database_unavailable", "log_unavailable"), where
+
+
+async def test_an_actors_kind_never_changes_once_made(claim_log: ClaimLog):
+    store = await ActorStore.open(claim_log.nc, create=True)
+    await store.issue(Actor(id="mallory", kind="person"))
+    await store.revoke(actor_id="mallory")  # revoked tokens still fix the kind
+    with pytest.raises(ActorKindFixed, match="mallory.*is a person"):
+        await store.issue(Actor(id="mallory", kind="model", model="m-1"))
+    assert [r.actor.kind.value for _, r in await store.records()] == ["person"]
+    token, _ = await store.issue(Actor(id="mallory", kind="person"))  # another token of the same kind is fine
+    assert (await store.authenticate(token)).kind.value == "person"

@@ -19,7 +19,7 @@ async def history_with_everything(api: Api, claim: str) -> int:
         ("file_disagreement", "grace", {"disagreement_id": "d1", "argument": "Too small."}),
         ("file_disagreement", "grace", {"disagreement_id": "d2", "argument": "Leakage."}),
         ("resolve_disagreement", "ada", {"disagreement_id": "d1", "outcome": "rejected"}),
-        ("record_review", "drafter", {"review_id": "r1", "verdict": "sound", "confidence": "low", "revision": 1}),
+        ("record_review", "critic", {"review_id": "r1", "verdict": "sound", "confidence": "low", "revision": 1}),
         ("record_review", "grace", {"review_id": "r2", "verdict": "sound", "confidence": "high", "revision": 1}),
     ]
     last = 0
@@ -74,7 +74,7 @@ async def test_the_scorecard_counts_by_standing_and_leaves_unreviewed_model_draf
 
     card = (await api.http.get(f"/scorecard/{capability}", params={"after": last})).json()
     [score] = card["capabilities"]
-    assert card["rules_version"] == 1 and card["applied_seq"] >= last
+    assert card["rules_version"] == 2 and card["applied_seq"] >= last
     assert score["by_standing"] == {"validated": 1, "supported": 0, "contested": 0, "refuted": 1, "untested": 1}
     assert score["claims_counted"] == 3 and score["unreviewed_model_drafts_left_out"] == 1
     assert score["techniques"][0]["technique"] == "Planning first" and score["techniques"][0]["claims_counted"] == 3
@@ -118,7 +118,8 @@ async def test_a_contributors_record_shows_what_they_brought_and_what_became_of_
     assert grace["disagreements"] == {"filed": 2, "open": 1, "upheld": 0, "rejected": 1, "withdrawn": 0}
     assert grace["reviews_given"] == 1
     drafter = (await api.http.get("/contributors/drafter")).json()
-    assert drafter["models"] == ["drafter-2"] and drafter["claims_drafted"] == 1 and drafter["reviews_given"] == 1
+    assert drafter["models"] == ["drafter-2"] and drafter["claims_drafted"] == 1 and drafter["reviews_given"] == 0
+    assert (await api.http.get("/contributors/critic")).json()["reviews_given"] == 1
 
     first = (await api.http.get("/contributors/source-bot", params={"limit": 2})).json()
     older = (await api.http.get("/contributors/source-bot", params={"limit": 2, "before": first["next_before"]})).json()

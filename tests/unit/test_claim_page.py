@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from events import Event
+from events import Actor, Event
 from projections.base import Record
 from projections.claim_page import fold
 from tests.builders import (
+    BOT,
     MODEL,
     PERSON,
     attached,
@@ -60,6 +61,22 @@ def test_a_review_makes_a_model_draft_count_and_withdrawing_it_undoes_that():
     page = page_of([drafted(CLAIM), reviewed(CLAIM, "r1", "person"), review_withdrawn(CLAIM, "r1")])
     assert not page.status.counts_toward_scorecard
     assert page.counts.reviews_person == 0
+
+
+def test_a_review_the_rules_do_not_allow_is_not_folded_whoever_wrote_it():
+    same_model = Actor(id="drafter-twin", kind="model", model=MODEL.model)
+    for reviewer in (MODEL, same_model, BOT):
+        page = page_of([drafted(CLAIM, actor=MODEL), reviewed(CLAIM, "r1", "ai", actor=reviewer)])
+        assert page.reviews == [] and page.status.unreviewed_model_draft, reviewer
+        assert not page.status.counts_toward_scorecard
+    own = page_of([drafted(CLAIM, actor=PERSON), reviewed(CLAIM, "r1", "person", actor=PERSON)])
+    assert own.reviews == [] and own.status.review_state == "unreviewed"
+
+
+def test_a_model_draft_counts_once_a_person_or_another_model_reviewed_it():
+    for reviewer, kind in ((PERSON, "person"), (Actor(id="critic", kind="model", model="other-model"), "ai")):
+        page = page_of([drafted(CLAIM, actor=MODEL), reviewed(CLAIM, "r1", kind, actor=reviewer)])
+        assert page.status.counts_toward_scorecard and not page.status.unreviewed_model_draft
 
 
 def test_a_person_draft_counts_without_review():

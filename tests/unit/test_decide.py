@@ -17,6 +17,7 @@ CLAIM, OTHER, MISSING = "CLM-0001", "CLM-0002", "CLM-0404"
 PERSON = Actor(id="ada", kind="person")
 MODEL = Actor(id="drafter", kind="model", model="m-1")
 SERVICE = Actor(id="bot", kind="service")
+DRAFTER = Actor(id="carol", kind="person")  # who wrote the events ``given`` holds
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 _ids = itertools.count(1)
 
@@ -51,11 +52,11 @@ BODIES = {
 EVERYTHING_ON_IT = (DRAFTED, SOURCE, DISAGREEMENT, REVIEW, RELATED)
 
 
-def given(*events: tuple[str, dict]) -> ClaimState:
-    """The claim's state after these events, in this order."""
+def given(*events: tuple[str, dict], by: Actor = DRAFTER) -> ClaimState:
+    """The claim's state after these events, in this order, all by ``by``."""
     state = ClaimState(CLAIM)
     for seq, (type_, fields) in enumerate(events, start=1):
-        event = EVENT_TYPES[type_](event_id=_event_id(), occurred_at=NOW, actor=PERSON, claim_id=CLAIM, **fields)
+        event = EVENT_TYPES[type_](event_id=_event_id(), occurred_at=NOW, actor=by, claim_id=CLAIM, **fields)
         state.evolve(event, seq, event_hash(event.model_dump_json().encode()))
     return state
 
@@ -191,6 +192,22 @@ def test_a_service_does_not_review():
 def test_the_reviewer_kind_follows_from_the_actor(actor: Actor, reviewer_kind: str):
     [event] = when(given(DRAFTED), "record_review", actor=actor)
     assert event.reviewer_kind == reviewer_kind
+
+
+@pytest.mark.parametrize("drafter", [PERSON, MODEL], ids=["person", "model"])
+def test_no_actor_reviews_a_claim_it_drafted(drafter: Actor):
+    then_rejected(Kind.FORBIDDEN, "own_draft", given(DRAFTED, by=drafter), "record_review", actor=drafter)
+
+
+def test_a_model_does_not_review_a_draft_of_the_same_model():
+    same_model = Actor(id="drafter-again", kind="model", model=MODEL.model)
+    then_rejected(Kind.FORBIDDEN, "same_model", given(DRAFTED, by=MODEL), "record_review", actor=same_model)
+
+
+@pytest.mark.parametrize("reviewer", [PERSON, Actor(id="critic", kind="model", model="m-2")], ids=["person", "other model"])
+def test_a_model_draft_is_reviewed_by_a_person_or_another_model(reviewer: Actor):
+    [event] = when(given(DRAFTED, by=MODEL), "record_review", actor=reviewer)
+    assert event.actor == reviewer
 
 
 def test_a_review_is_of_a_revision_that_exists():
