@@ -18,7 +18,7 @@ from datetime import datetime
 
 from nats.aio.client import Client
 from nats.js.api import KeyValueConfig, StorageType
-from nats.js.errors import BucketNotFoundError, KeyNotFoundError, NotFoundError
+from nats.js.errors import BucketNotFoundError, KeyNotFoundError, NoKeysError, NotFoundError
 from nats.js.kv import KeyValue
 from pydantic import BaseModel, ConfigDict
 
@@ -135,7 +135,7 @@ class ActorStore:
         """Every token's key and record (for operators)."""
         try:
             keys = await self._kv.keys()
-        except NotFoundError:  # nats-py says "no keys found" this way
+        except (NotFoundError, NoKeysError):  # nats-py says "no keys found" one way or the other
             return []
         found = []
         for key in keys:
