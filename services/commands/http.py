@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, WithJsonSchema
 
 from events import Actor
-from services.actors import ActorStore, ActorsUnavailable
+from services.actors import ActorsUnavailable
 from services.commands.decide import Kind, Rejected
 from services.commands.models import (
     COMMAND_TYPES,
@@ -25,9 +25,9 @@ from services.commands.models import (
     DuplicateKeyError,
     refuse_duplicate_keys,
 )
-from services.commands.rate_limit import RateLimiter
-from services.commands.service import CommandService, Outcome
+from services.commands.service import Outcome
 from services.log import MAX_SEQ, LogError
+from services.read_api.state import Api, api_state
 
 # How each kind of rejection is said over HTTP (docs/commands.md has the table).
 STATUS_OF = {Kind.NOT_FOUND: 404, Kind.CONFLICT: 409, Kind.FORBIDDEN: 403, Kind.INVALID: 422}
@@ -85,12 +85,12 @@ def unauthorized(message: str) -> HTTPException:
     )
 
 
-async def current_actor(request: Request, authorization: Annotated[str | None, Header()] = None) -> Actor:
+async def current_actor(api: Api, authorization: Annotated[str | None, Header()] = None) -> Actor:
     """The actor whose bearer token came with the request; 401 for none, unknown or revoked."""
     if not authorization or not authorization.lower().startswith("bearer "):
         raise unauthorized("writes need a bearer token: Authorization: Bearer <token> (see `claimlog actors add`)")
     try:
-        store: ActorStore = await request.app.state.actor_store()
+        store = await api.actor_store()
     except ActorsUnavailable as error:
         raise unauthorized(str(error)) from None
     actor = await store.authenticate(authorization[7:].strip())
@@ -99,9 +99,9 @@ async def current_actor(request: Request, authorization: Annotated[str | None, H
     return actor
 
 
-async def allowed_actor(request: Request, actor: Annotated[Actor, Depends(current_actor)]) -> Actor:
+async def allowed_actor(api: Api, actor: Annotated[Actor, Depends(current_actor)]) -> Actor:
     """The authenticated actor, if it has writes left (``services/commands/rate_limit.py``); 429 if not."""
-    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    limiter = api.rate_limiter
     throttled = limiter.take(actor.id) if limiter is not None else None
     if throttled is not None:
         raise HTTPException(
@@ -131,7 +131,8 @@ def expected_version(if_match: str | None) -> int | None:
 async def run(
     request: Request, command: Command, actor: Actor, idempotency_key: str | None, if_match: str | None
 ) -> JSONResponse:
-    service: CommandService = request.app.state.commands
+    service = api_state(request.app).commands
+    assert service is not None, "the command routes are mounted only on an app that writes"
     try:
         outcome = await service.execute(
             command, actor, idempotency_key=idempotency_key, expected_version=expected_version(if_match)

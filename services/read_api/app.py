@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from nats.errors import Error as NatsError
@@ -23,6 +23,7 @@ from services.commands.service import CommandService
 from services.log import ClaimLog
 from services.read_api.aggregates import router as aggregates_router
 from services.read_api.browser import Cors, install_browser_policy
+from services.read_api.command_metrics import CommandMetrics, CommandTimer
 from services.read_api.contract import router as contract_router
 from services.read_api.contributors import router as contributors_router
 from services.read_api.docs import install_docs
@@ -30,13 +31,13 @@ from services.read_api.feed import router as feed_router
 from services.read_api.guards import BodyLimits, Guards
 from services.read_api.health import router as health_router
 from services.read_api.history import router as history_router
-from services.read_api.live import LiveHub
 from services.read_api.live import router as live_router
-from services.read_api.metrics import CommandMetrics, CommandTimer
+from services.read_api.live_hub import LiveHub
 from services.read_api.metrics import router as metrics_router
 from services.read_api.pages import router as pages_router
 from services.read_api.registry_text import router as text_router
 from services.read_api.routes import router
+from services.read_api.state import ApiState, api_state, install_state
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
@@ -65,10 +66,16 @@ def create_app(
         docs_url=None,  # install_docs serves them, without a CDN
         redoc_url=None,
     )
-    app.state.engine = engine
-    app.state.read_wait = read_wait
-    app.state.applied = 0  # the highest checkpoint this process has seen (for read-your-writes)
-    app.state.log_head = 0  # the highest head of the log it has seen (a sequence past it is refused, not awaited)
+    limits = guards or Guards()
+    state = ApiState(
+        engine=engine,
+        guards=limits,
+        live=LiveHub(max_streams=limits.live_streams, max_per_client=limits.live_streams_per_client),
+        projection_names=[projection.name for projection in build_projections()],
+        read_wait=read_wait,
+        writes=commands,
+    )
+    install_state(app, state)
     app.include_router(router)
     app.include_router(aggregates_router)
     app.include_router(feed_router)
@@ -80,14 +87,10 @@ def create_app(
     install_docs(app)
     if commands:
         app.include_router(command_router)
-        app.state.commands = None
-        app.state.actor_store = _not_ready
-    limits = guards or Guards()
-    app.state.live = LiveHub(max_streams=limits.live_streams, max_per_client=limits.live_streams_per_client)
     app.include_router(live_router)
     app.include_router(health_router)
     app.include_router(metrics_router)
-    _install_limits(app, limits, commands=commands)
+    _install_limits(app, state)
     install_browser_policy(app, cors or Cors())
     # Starlette's, not FastAPI's subclass: what FastAPI raises itself (a body it cannot parse, an unknown route) too.
     app.add_exception_handler(StarletteHTTPException, _error_body)
@@ -97,30 +100,29 @@ def create_app(
     return app
 
 
-def _install_limits(app: FastAPI, guards: Guards, *, commands: bool) -> None:
+def _install_limits(app: FastAPI, state: ApiState) -> None:
     """Give ``app`` its limits and, with commands, the per-actor rate limit and the request metrics
     (outermost, so refused requests are counted too)."""
-    app.state.guards = guards
-    app.state.projection_names = [projection.name for projection in build_projections()]
-    app.state.checkpoint_samples = {}
+    guards = state.guards
     app.add_middleware(BodyLimits, max_bytes=guards.max_body_bytes, max_depth=guards.max_json_depth)
-    if commands:
+    if state.writes:
         if guards.rate_limit_per_minute > 0:
-            app.state.rate_limiter = RateLimiter(per_minute=guards.rate_limit_per_minute, burst=guards.rate_limit_burst)
-        app.state.command_metrics = CommandMetrics(COMMAND_TYPES)
-        app.add_middleware(CommandTimer, metrics=app.state.command_metrics)
+            state.rate_limiter = RateLimiter(per_minute=guards.rate_limit_per_minute, burst=guards.rate_limit_burst)
+        state.command_metrics = CommandMetrics(COMMAND_TYPES)
+        app.add_middleware(CommandTimer, metrics=state.command_metrics)
 
 
 def attach_log(app: FastAPI, claim_log: ClaimLog) -> None:
     """Give the app its connection to the log: the change feed reads it, and the command routes (when
     the app has them) write through it, with the actors store on the same connection."""
-    app.state.claim_log = claim_log
-    if hasattr(app.state, "commands"):
-        app.state.commands = CommandService(claim_log)
-        app.state.actor_store = _store_opener(claim_log)
+    state = api_state(app)
+    state.claim_log = claim_log
+    if state.writes:
+        state.commands = CommandService(claim_log)
+        state.actor_store = _store_opener(claim_log)
 
 
-def _store_opener(claim_log: ClaimLog) -> Callable[[], AsyncIterator[ActorStore]]:
+def _store_opener(claim_log: ClaimLog) -> Callable[[], Awaitable[ActorStore]]:
     opened: list[ActorStore] = []
     lock = asyncio.Lock()
 
@@ -132,10 +134,6 @@ def _store_opener(claim_log: ClaimLog) -> Callable[[], AsyncIterator[ActorStore]
         return opened[0]
 
     return actor_store
-
-
-async def _not_ready() -> ActorStore:
-    raise HTTPException(503, detail={"error": "not_ready", "message": "the API is not connected to the log yet"})
 
 
 async def _error_body(request: Request, error: StarletteHTTPException) -> JSONResponse:

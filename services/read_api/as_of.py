@@ -16,6 +16,7 @@ from services.log import ClaimLog, LogError
 from services.read_api.as_of_pages import claim_of_slug, shaped_page
 from services.read_api.errors import bad_request, not_found
 from services.read_api.listing import Listing, ListingQuery, read_past_listing
+from services.read_api.state import api_state
 from services.timeline.as_of import AsOf, BadAsOf, is_claim_id, page_json_as_of, parse_as_of
 from services.timeline.cache import ClaimEvents
 from services.timeline.scorecard import RegistryHistory
@@ -39,7 +40,7 @@ def as_of_point(as_of_seq: str | None, as_of: str | None) -> AsOf | None:
 
 def connected_log(request: Request) -> ClaimLog:
     """The app's connection to the log; 503 without one."""
-    claim_log: ClaimLog | None = getattr(request.app.state, "claim_log", None)
+    claim_log = api_state(request.app).claim_log
     if claim_log is None:
         raise HTTPException(503, detail={"error": "not_connected", "message": "this API process has no connection to the log"})
     return claim_log
@@ -60,11 +61,8 @@ async def claim_page_as_of(request: Request, db: Engine, claim_key: str, as_of: 
 
 
 def claim_events(request: Request) -> ClaimEvents:
-    """The app's cache of claims' events (made on first use)."""
-    cache: ClaimEvents | None = getattr(request.app.state, "claim_events", None)
-    if cache is None:
-        cache = request.app.state.claim_events = ClaimEvents()
-    return cache
+    """The app's cache of claims' events."""
+    return api_state(request.app).claim_events
 
 
 def claim_id_of(db: Engine, claim_key: str) -> str:
@@ -79,10 +77,7 @@ def claim_id_of(db: Engine, claim_key: str) -> str:
 
 
 def _history(request: Request) -> RegistryHistory:
-    history: RegistryHistory | None = getattr(request.app.state, "registry_history", None)
-    if history is None:
-        history = request.app.state.registry_history = RegistryHistory()
-    return history
+    return api_state(request.app).registry_history
 
 
 async def scorecard_rows_as_of(request: Request, as_of: AsOf, capability: str | None) -> tuple[int, list[dict]]:

@@ -28,13 +28,13 @@ from typing import Annotated
 
 from fastapi import FastAPI, Header, HTTPException, Query, Request
 from sqlalchemy import Connection, Engine, func, select
-from starlette.datastructures import State
 
 from events.envelope import CLAIM_ID_PATTERN
 from events.subjects import LogLayout
 from projections.tables import checkpoints, claim_pages
 from services.read_api.lag import log_head, next_in_partition
 from services.read_api.sequences import Seq
+from services.read_api.state import ApiState, api_state
 
 POLL = (0.002, 0.005, 0.01, 0.02, 0.05)
 _CLAIM_ID = re.compile(CLAIM_ID_PATTERN)
@@ -94,16 +94,16 @@ class Visibility:
             self.known[k] = max(self.known.get(k, 0), found.of(k))
 
 
-def visibility(state: State) -> Visibility:
+def visibility(state: ApiState) -> Visibility:
     """The app's ``Visibility`` of the engine it serves now (a new one after a generation switch)."""
-    current: Visibility | None = getattr(state, "visibility", None)
-    if current is None or current.engine is not state.engine:
+    current = state.visibility
+    if not isinstance(current, Visibility) or current.engine is not state.engine:
         current = state.visibility = Visibility(state.engine)
     return current
 
 
 def _layout(app: FastAPI) -> LogLayout | None:
-    claim_log = getattr(app.state, "claim_log", None)
+    claim_log = api_state(app).claim_log
     return claim_log.layout if claim_log is not None else None
 
 
@@ -114,7 +114,7 @@ def read_partitions(request: Request, layout: LogLayout | None) -> list[int]:
     if key is None or layout is None or not layout.partitioned:
         return every
     if not _CLAIM_ID.match(key):
-        with request.app.state.engine.connect() as conn:  # a slug: its claim, once projected
+        with api_state(request.app).engine.connect() as conn:  # a slug: its claim, once projected
             first = select(claim_pages.c.claim_id).where(claim_pages.c.slug == key).order_by(claim_pages.c.first_seq).limit(1)
             key = conn.execute(first).scalar()  # the slug's owner: the first claim drafted with it
         if key is None:
@@ -131,7 +131,7 @@ async def visible_after(
     target = max(after or 0, claimlog_after or 0)
     if not target:
         return None
-    app, state = request.app, request.app.state
+    app, state = request.app, api_state(request.app)
     if state.applied >= target:
         return target
     layout = _layout(app)
@@ -149,7 +149,7 @@ async def visible_after(
     return target
 
 
-def _refresh(state: State, seen: Visibility, layout: LogLayout | None, parts: list[int]) -> None:
+def _refresh(state: ApiState, seen: Visibility, layout: LogLayout | None, parts: list[int]) -> None:
     with seen.engine.connect() as conn:
         found = read_checkpoints(conn, layout)
     seen.checkpointed(found, parts)
@@ -171,14 +171,14 @@ async def _ask_log(app: FastAPI, seen: Visibility, layout: LogLayout | None, par
             continue  # the log cannot be read now: wait for the checkpoint
         if first is None:
             # Nothing after the checkpoint in the whole log: past every sequence up to the head.
-            seen.known[k] = max(seen.known.get(k, 0), min(target, app.state.log_head))
+            seen.known[k] = max(seen.known.get(k, 0), min(target, api_state(app).log_head))
         else:
             seen.known[k], seen.waiting[k] = max(seen.known.get(k, 0), first - 1), first
 
 
 async def _wait_until_applied(app: FastAPI, seen: Visibility, layout: LogLayout | None, parts: list[int], target: int, deadline: float) -> None:
     """Poll the checkpoints, more slowly as it goes on, until ``target`` is applied in ``parts``; 503 at ``deadline``."""
-    state = app.state
+    state = api_state(app)
     await _ask_log(app, seen, layout, parts, target)
     for attempt in range(1_000_000):
         if not seen.behind(parts, target):
@@ -205,12 +205,13 @@ async def _wait_until_applied(app: FastAPI, seen: Visibility, layout: LogLayout 
 async def refuse_beyond_head(app: FastAPI, target: int, *, named: str) -> None:
     """422 ``beyond_log_head`` when ``target`` is past the last sequence in the log. The head is asked for
     only when ``target`` is past the highest one seen; when it cannot be read, the read waits as before."""
-    if target <= app.state.log_head:
+    state = api_state(app)
+    if target <= state.log_head:
         return
     head = await log_head(app)
     if head.seq is None:
         return
-    app.state.log_head = max(app.state.log_head, head.seq)
+    state.log_head = max(state.log_head, head.seq)
     if target > head.seq:
         raise HTTPException(
             422,

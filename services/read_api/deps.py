@@ -1,4 +1,4 @@
-"""Request dependencies: the read-model engine of the app serving the request."""
+"""Request dependencies: the services a route takes, as typed aliases over the app's ``ApiState``."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from fastapi import Depends, Request
 from sqlalchemy import Engine
 
 from services.read_api.errors import bad_request
+from services.read_api.state import Api
 
 
-async def engine(request: Request) -> Engine:
-    """The app's engine. A coroutine, though it never waits: FastAPI runs a plain function dependency
-    in its thread pool, and that hop costs more than the claim page's query."""
+async def engine(request: Request, api: Api) -> Engine:
+    """The engine of the active read-model generation (a request takes it once, so it reads one generation)."""
     refuse_nul(request)
-    return request.app.state.engine
+    return api.engine
 
 
 def refuse_nul(request: Request) -> None:

@@ -7,12 +7,13 @@ import json
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, Field
 
-from services.log import ClaimLog, LogError
+from services.log import LogError
 from services.read_api.errors import ErrorBody
 from services.read_api.sequences import Seq
+from services.read_api.state import Api
 
 router = APIRouter(tags=["change feed"])
 
@@ -37,12 +38,12 @@ class Feed(BaseModel):
 
 @router.get("/events", response_model=Feed, responses={503: {"model": ErrorBody}})
 async def change_feed(
-    request: Request,
+    api: Api,
     after: Annotated[Seq, Query(description="Events after this log sequence.")] = 0,
     limit: int = Query(100, ge=1, le=1000),
 ) -> Feed:
     """The log's events after ``after``, in log order, read from the log itself (not the read models)."""
-    claim_log: ClaimLog | None = getattr(request.app.state, "claim_log", None)
+    claim_log = api.claim_log
     if claim_log is None:
         raise HTTPException(503, detail={"error": "not_connected", "message": "this API process has no connection to the log"})
     try:

@@ -12,6 +12,7 @@ from services.log.topology import nats_report
 from services.read_api import lag, queries
 from services.read_api.deps import DB
 from services.read_api.partitions import partition_section
+from services.read_api.state import api_state
 
 router = APIRouter(tags=["operations"])
 
@@ -30,7 +31,7 @@ async def health(request: Request, db: DB) -> JSONResponse:
     body: dict = {"status": "ok", "database": "ok", "projections": projections, "head": head.seq}
     if head.seq is not None:
         body["lag_events"] = {name: max(0, head.seq - seq) for name, seq in projections.items()}
-    claim_log = getattr(request.app.state, "claim_log", None)
+    claim_log = api_state(request.app).claim_log
     if (partitions := await partition_section(claim_log, db)) is not None:
         body["partitions"] = partitions  # each worker with the partitions it holds, its epoch and lag
     if claim_log is not None:
@@ -56,10 +57,10 @@ async def ready(request: Request) -> JSONResponse:
     """200 when the read models can be read and every projection is within the configured lag of the head
     of the log; 503 otherwise, with each projection's position and what is wrong."""
     app = request.app
-    max_lag: int = app.state.guards.ready_max_lag_events
+    max_lag: int = api_state(app).guards.ready_max_lag_events
     try:
-        with app.state.engine.connect() as conn:
-            positions = lag.positions(conn, app.state.projection_names)
+        with api_state(app).engine.connect() as conn:
+            positions = lag.positions(conn, api_state(app).projection_names)
     except Exception as error:  # noqa: BLE001 - readiness reports any failure as not ready
         problem = f"the read models cannot be read ({type(error).__name__})"
         return JSONResponse({"status": "not_ready", "database": "unavailable", "problems": [problem]}, status_code=503)
@@ -69,7 +70,7 @@ async def ready(request: Request) -> JSONResponse:
     if head.seq is None:
         body["lag_checked"] = False
         body["head_unknown"] = head.unknown
-        if getattr(app.state, "claim_log", None) is not None:
+        if api_state(app).claim_log is not None:
             problems.append(head.unknown or "the head of the log is unknown")
     body["projections"] = {
         name: {"last_seq": seq, "lag_events": None if head.seq is None else max(0, head.seq - seq)}

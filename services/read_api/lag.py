@@ -13,6 +13,7 @@ from sqlalchemy import Connection, func, inspect, select, table
 from projections.tables import unreadable_events
 from services.log import ClaimLog
 from services.read_api import queries
+from services.read_api.state import api_state
 
 HEAD_TIMEOUT = 2.0  # seconds a health check or a scrape waits for the log
 
@@ -45,7 +46,7 @@ def parked_count(conn: Connection) -> int:
 
 async def log_head(app: FastAPI) -> Head:
     """The head of the log through the app's connection, if it has one."""
-    claim_log: ClaimLog | None = getattr(app.state, "claim_log", None)
+    claim_log: ClaimLog | None = api_state(app).claim_log
     if claim_log is None:
         return Head(None, "the API has no connection to the log, so the head of the log is unknown")
     try:
@@ -57,7 +58,7 @@ async def log_head(app: FastAPI) -> Head:
 async def next_in_partition(app: FastAPI, partition: int, after_seq: int) -> int | None:
     """The sequence of the first event of ``partition`` after ``after_seq`` (None: there is none yet);
     raises when the log cannot be read."""
-    found = await first_in_partition(app.state.claim_log, partition, after_seq)
+    found = await first_in_partition(api_state(app).claim_log, partition, after_seq)
     return None if found is None else found[0]
 
 
@@ -77,7 +78,7 @@ async def first_in_partition(claim_log: ClaimLog, partition: int, after_seq: int
 
 async def waiting_since(app: FastAPI, after_seq: int) -> datetime | None:
     """When the first event after ``after_seq`` (the oldest one a projection has not applied) was stored."""
-    claim_log: ClaimLog | None = getattr(app.state, "claim_log", None)
+    claim_log: ClaimLog | None = api_state(app).claim_log
     if claim_log is None:
         return None
     try:

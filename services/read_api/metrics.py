@@ -14,60 +14,13 @@ from dataclasses import dataclass, field
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.read_api import lag
+from services.read_api.state import Api, api_state
 
 router = APIRouter(tags=["operations"])
-
-
-class CommandMetrics:
-    """The command API's request counter and latency histogram, in a registry of the app's own."""
-
-    def __init__(self, command_names: Iterable[str]) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        self.labels = {f"/commands/{name}": name for name in command_names} | {"/commands": "any"}
-        self.requests = Counter(
-            "claimlog_command_requests", "Command requests answered, by command and HTTP status.",
-            ["command", "status"], registry=self.registry,
-        )
-        self.latency = Histogram(
-            "claimlog_command_request_duration_seconds", "Time to answer a command request, by command.",
-            ["command"], registry=self.registry,
-        )
-
-    def observe(self, path: str, status: int, seconds: float) -> None:
-        """Count one answered request under its route's label."""
-        command = self.labels.get(path.rstrip("/") or "/", "unknown")
-        self.requests.labels(command=command, status=str(status)).inc()
-        self.latency.labels(command=command).observe(seconds)
-
-
-class CommandTimer:
-    """ASGI middleware timing every request under ``/commands`` until its answer is sent."""
-
-    def __init__(self, app: ASGIApp, *, metrics: CommandMetrics) -> None:
-        self.app, self.metrics = app, metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith("/commands"):
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500  # what the client gets if the app fails before answering
-
-        async def timed_send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, timed_send)
-        finally:
-            self.metrics.observe(scope["path"], status, time.perf_counter() - started)
 
 
 @dataclass
@@ -132,8 +85,9 @@ def _per_projection(name: str, documentation: str, values: dict[str, float]) -> 
 async def scrape(app: FastAPI) -> Scrape:
     """Read the active generation's checkpoints and counts, and the log's head, now."""
     try:
-        with app.state.engine.connect() as conn:
-            positions = lag.positions(conn, app.state.projection_names)
+        state = api_state(app)
+        with state.engine.connect() as conn:
+            positions = lag.positions(conn, state.projection_names)
             unreadable, parked = lag.unreadable_count(conn), lag.parked_count(conn)
     except Exception:  # noqa: BLE001 - a scrape reports the read models down rather than failing
         return Scrape(up=False, head=await lag.log_head(app))
@@ -150,7 +104,7 @@ async def scrape(app: FastAPI) -> Scrape:
 def _rates(app: FastAPI, positions: dict[str, int]) -> dict[str, float]:
     """Sequences per second since this process's previous scrape, from the checkpoints then and now."""
     now = time.monotonic()
-    previous: dict[str, tuple[float, int]] = app.state.checkpoint_samples
+    previous = api_state(app).checkpoint_samples
     rates = {}
     for name, seq in positions.items():
         then, old = previous.get(name, (now, seq + 1))
@@ -160,12 +114,11 @@ def _rates(app: FastAPI, positions: dict[str, int]) -> dict[str, float]:
 
 
 @router.get("/metrics", response_class=Response)
-async def metrics(request: Request) -> Response:
+async def metrics(request: Request, api: Api) -> Response:
     """Prometheus metrics: per projection, its checkpoint, lag (events, seconds) and rate; unreadable
     and parked events; the command API's requests by command and status, and their latencies."""
     found = await scrape(request.app)
-    command_metrics: CommandMetrics | None = getattr(request.app.state, "command_metrics", None)
     text = generate_latest(found)  # type: ignore[arg-type] - any object with collect() is a registry here
-    if command_metrics is not None:
-        text += generate_latest(command_metrics.registry)
+    if api.command_metrics is not None:
+        text += generate_latest(api.command_metrics.registry)
     return Response(text, media_type=CONTENT_TYPE_LATEST)

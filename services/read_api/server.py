@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 from services.read_api.app import attach_log, create_app
 from services.read_api.browser import Cors
 from services.read_api.guards import Guards
+from services.read_api.state import api_state
 from services.rebuild.generations import Generations
 from services.runtime.compose import open_log
 from services.runtime.settings import Settings
@@ -48,7 +49,7 @@ def build_app(settings: Settings, generations: Generations, *, commands: bool = 
         guards=Guards.from_settings(settings),
         cors=Cors.from_settings(settings),
     )
-    app.state.generation = number
+    api_state(app).generation = number
     return app
 
 
@@ -62,8 +63,9 @@ async def follow_generations(app: FastAPI, generations: Generations, *, every: f
         except Exception as error:  # noqa: BLE001 - the home database restarting must not stop the follower
             log.warning("cannot read the active read-model generation: %s", error)
             continue
-        if number != app.state.generation:
+        state = api_state(app)
+        if number != state.generation:
             engine: Engine = generations.engine(number)
-            app.state.engine, app.state.generation = engine, number
-            app.state.applied = 0  # read-your-writes positions are per generation
+            state.engine, state.generation = engine, number
+            state.applied = 0  # read-your-writes positions are per generation
             log.warning("serving read-model generation %s", number)

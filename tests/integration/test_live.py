@@ -13,6 +13,7 @@ import pytest
 import uvicorn
 
 from services.read_api.consistency import applied
+from services.read_api.state import api_state
 from tests.conftest import random_claim_id
 from tests.integration.command_api import Api, draft
 
@@ -63,7 +64,7 @@ async def test_a_claim_stream_says_a_change_once_it_is_committed_and_resumes_wit
                                   measured="Recall rises.")
             seq = sent.json()["last_seq"]
             message = await next_message(stream)
-            assert applied(api.app.state.engine) >= seq  # sent after the commit, never before
+            assert applied(api_state(api.app).engine) >= seq  # sent after the commit, never before
             assert (message["event"], message["id"], message["data"]) == ("changed", str(seq), {"claim_id": claim, "seq": seq})
         # A change while disconnected is told at once on reconnecting with the last id received.
         later = await api.send("file_disagreement", "grace", claim_id=claim, disagreement_id="d1", argument="Why?")
@@ -92,7 +93,7 @@ async def test_a_registry_stream_filtered_by_capability_hears_only_its_claims(ap
 
 
 async def test_one_client_may_keep_only_so_many_streams_open(api: Api):
-    api.app.state.live.max_per_client = 2
+    api_state(api.app).live.max_per_client = 2
     claim = random_claim_id()
     async with served(api) as url, httpx.AsyncClient(base_url=url, timeout=10) as http:
         async with http.stream("GET", f"/claims/{claim}/live"), http.stream("GET", "/live"):

@@ -9,6 +9,7 @@ import time
 from sqlalchemy import Engine
 
 from services.log import ClaimLog
+from services.read_api.state import api_state
 from tests.conftest import random_claim_id
 from tests.integration.command_api import draft
 from tests.integration.guarded_api import guarded_api
@@ -70,6 +71,6 @@ async def test_a_sequence_in_the_log_but_not_yet_applied_still_waits_for_the_pro
 
 async def test_without_the_log_the_head_is_unknown_and_a_read_waits_as_before(engine: Engine):
     async for guarded in guarded_api(None, engine):
-        guarded.app.state.read_wait = 0.3
+        api_state(guarded.app).read_wait = 0.3
         response = await guarded.api.http.get("/claims", params={"after": 10**9})
         assert response.status_code == 503 and response.json()["error"] == "not_yet_visible"

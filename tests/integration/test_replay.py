@@ -23,6 +23,7 @@ from projections.tables import checkpoints, claim_pages, unreadable_events
 from services.log import ClaimLog
 from services.read_api.listing_sql import ClaimFilters, claim_listing
 from services.read_api.server import build_app
+from services.read_api.state import api_state
 from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_generation, rebuild_if_stale, stale_projections
 from services.runtime.settings import Settings
@@ -136,7 +137,7 @@ async def test_the_api_serves_every_request_while_a_replay_builds_and_switches(
             await asyncio.sleep(0.3)
             rebuilt = await rebuild_generation(settings, generations)
             await writer
-            await until(lambda: api.app.state.generation == rebuilt.generation and live.generation == rebuilt.generation)
+            await until(lambda: api_state(api.app).generation == rebuilt.generation and live.generation == rebuilt.generation)
             # After the switch the projector keeps the new tables live: a new event shows there.
             claim_id = claims[0]
             appended = await append_history(claim_log, claim_id, [reviewed(claim_id, "late")])

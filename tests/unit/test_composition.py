@@ -1,0 +1,38 @@
+"""One composition root per process: what a process serves with is built at its entry and handed down.
+
+The API's services live in one typed ``ApiState`` (``services/read_api/state.py``); routes take it as a
+dependency, so no other module reads untyped attributes off ``app.state``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+STATE_MODULE = Path("services/read_api/state.py")
+
+
+def sources() -> list[tuple[Path, ast.Module]]:
+    return [(p.relative_to(ROOT), ast.parse(p.read_text(), filename=str(p))) for p in sorted((ROOT / "services").rglob("*.py"))]
+
+
+def touches_app_state(tree: ast.Module) -> list[int]:
+    """Lines reading or writing ``<something>.app.state`` or ``app.state``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "state":
+            owner = node.value
+            if (isinstance(owner, ast.Name) and owner.id == "app") or (isinstance(owner, ast.Attribute) and owner.attr == "app"):
+                found.append(node.lineno)
+    return found
+
+
+def test_only_the_state_module_touches_app_state():
+    offenders = {str(path): lines for path, tree in sources() if path != STATE_MODULE and (lines := touches_app_state(tree))}
+    assert not offenders, f"app.state is read outside {STATE_MODULE} (take the typed ApiState dependency instead): {offenders}"
+
+
+def test_the_scan_sees_app_state():
+    assert touches_app_state(ast.parse("x = request.app.state.engine\napp.state.api = 1\n")) == [1, 2]
+    assert touches_app_state(ast.parse("x = request.state\nstate = api_state(app)\n")) == []
