@@ -13,6 +13,7 @@ from services.log import ClaimLog
 from services.projector import Runner, Scope
 from services.projector.writer import CheckpointedWriter
 from services.read_api.consistency import applied
+from services.read_api.state import api_state
 from tests.builders import history
 from tests.conftest import random_claim_id
 from tests.integration.guarded_api import guarded_api
@@ -68,7 +69,7 @@ async def test_a_claim_waits_for_its_partition_only_and_a_listing_for_every_one(
         for path, task in waiting.items():
             response = await asyncio.wait_for(task, WAIT)
             assert response.status_code == 200, (path, response.text)
-        assert guarded.app.state.applied >= target  # every partition is now known past it
+        assert api_state(guarded.app).applied >= target  # every partition is now known past it
     assert applied(engine, layout) < target  # the lowest checkpoint alone would still say otherwise
 
 
@@ -78,7 +79,7 @@ async def test_a_partition_that_never_applies_answers_503_naming_it(claim_log: C
     target = (await claim_log.append(busy, history(busy), expected_seq=0, prev_hash=None)).last_seq
     await fold_partition(claim_log, engine, claim_log.layout.partition_of(quiet), quiet_last)
     async for guarded in guarded_api(claim_log, engine):
-        guarded.app.state.read_wait = 0.5
+        api_state(guarded.app).read_wait = 0.5
         response = await guarded.api.http.get(f"/claims/{busy}", params={"after": target})
         assert response.status_code == 503, response.text
         body = response.json()
