@@ -21,7 +21,8 @@ HEADERS = (
     "`Nats-Expected-Last-Subject-Sequence` (the claim's last sequence, 0 for a new claim) and "
     "`Nats-Expected-Last-Subject-Sequence-Subject: claims.*.<claim_id>.*` (the claim in whichever "
     "partition the stream stores it: of two writers racing on a claim, one is refused), and checks the acknowledgement. `prev_hash` is the SHA-256 of the "
-    "claim's previous message as stored."
+    "claim's previous message as stored. Contract version 2: every message also carries `Claimlog-Signer`, `Claimlog-Signature` and "
+    "`Claimlog-Proof`, one Ed25519 signature per append over a Merkle root of its events' hashes (docs/events.md#signatures)."
 )
 
 
@@ -47,7 +48,7 @@ def asyncapi_specification() -> Specification:
     spec = AsyncAPI(
         contract_broker(),
         title="claimlog events",
-        version="1",
+        version="2",  # 2: the signature headers
         description="The events of the claimlog registry, as stored on NATS JetStream. " + HEADERS,
         schema_version="3.0.0",
     )

@@ -1,5 +1,9 @@
-"""``claimlog verify``: the log has no gaps, every event reads, every claim's hash chain holds, and
-the read models equal a fresh replay.
+"""``claimlog verify``: the log has no gaps, every event reads, every claim's hash chain holds, every
+event is signed by a key that may speak for its actor (services/log/signing.py), and the read models
+equal a fresh replay.
+
+Events stored before signatures were required are counted as unsigned, not reported as findings:
+they were written before the registry signed anything.
 
 The log is streamed page by page; what stays in memory is one 32-byte digest per claim (the hash its
 next event must record) and at most ``MAX_KEPT`` findings (the rest are counted).
@@ -15,7 +19,9 @@ from dataclasses import asdict, dataclass, field
 
 from events import UnknownEventError, decode
 from events.subjects import DEFAULT_LAYOUT, LogLayout
+from services.keys import load_attribution
 from services.log import ClaimLog, StoredEvent
+from services.log.signing import Attribution
 
 PAGE = 1000
 MAX_KEPT = 1000
@@ -25,7 +31,7 @@ MAX_KEPT = 1000
 class Finding:
     """One thing wrong, with where it is: sequence, subject and claim, or the table."""
 
-    kind: str  # gap, unreadable, subject, chain, time, table, read_models
+    kind: str  # gap, unreadable, subject, chain, time, signature, table, read_models
     message: str
     seq: int | None = None
     subject: str | None = None
@@ -44,6 +50,8 @@ class Report:
     log_seconds: float = 0.0
     tables_at_seq: int | None = None  # the sequence the read models were compared at; None when not compared
     tables_note: str | None = None
+    unsigned: int = 0  # events stored before signatures were required, that carry none (not a finding)
+    signed_after: int | None = None  # the sequence after which every event must be signed; None: not required
     findings: list[Finding] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
 
@@ -65,8 +73,10 @@ class Report:
 class LogCheck:
     """Checks stored events fed in log order: sequence, decoding, subject and the claim's hash chain."""
 
-    def __init__(self, report: Report, layout: LogLayout = DEFAULT_LAYOUT) -> None:
+    def __init__(self, report: Report, layout: LogLayout = DEFAULT_LAYOUT, attribution: Attribution | None = None) -> None:
         self._report, self._layout = report, layout
+        self._attribution = attribution or Attribution({}, None)
+        report.signed_after = self._attribution.required_after
         self._next_seq = 1
         self._last_hash: dict[str, bytes] = {}
         self._last_time = None  # the previous event's store time: they never go backwards
@@ -102,6 +112,11 @@ class LogCheck:
         expected = previous.hex() if previous is not None else None
         if event.prev_hash != expected:
             self._report.add(Finding("chain", _chain_break(event.prev_hash, expected), seq, subject, claim_id))
+        try:
+            if self._attribution.check(seq, stored.signature, stored.data, stored.stored_at, event.actor.id) is None:
+                self._report.unsigned += 1
+        except ValueError as error:
+            self._report.add(Finding("signature", f"{event.type} by {event.actor.id}: {error}", seq, subject, claim_id))
 
     def _where(self, subject: str) -> tuple[int | None, str, str]:
         """Partition, claim and type of a stored subject; a subject of another shape is kept whole as the
@@ -135,7 +150,7 @@ async def check_log(
     claim_log: ClaimLog, report: Report, *, head: int, progress: Callable[[int], None] | None = None
 ) -> None:
     """Stream the log from its first sequence through ``head`` into the checks, reading the next page meanwhile."""
-    check = LogCheck(report, claim_log.layout)
+    check = LogCheck(report, claim_log.layout, await load_attribution(claim_log.nc, stream=claim_log.stream))
     report.last_seq = head
     after = 0
     pending = asyncio.ensure_future(claim_log.read_log(after_seq=0, limit=PAGE)) if head else None

@@ -17,6 +17,7 @@ from services.cli import (
     certs,
     db,
     ingest,
+    keys,
     parked,
     replay,
     schema,
@@ -27,7 +28,7 @@ from services.cli import (
 from services.cli.setup import console
 
 app = typer.Typer(help="claimlog: the event-sourced registry of research claims.", no_args_is_help=True)
-for commands in (audit_io, replay, timeline, status, serve, ingest, db, schema, actors, parked, certs, backup):
+for commands in (audit_io, replay, timeline, status, serve, ingest, db, schema, actors, keys, parked, certs, backup):
     commands.register(app)
 
 

@@ -81,6 +81,10 @@ def _print_report(report, out: Console) -> None:
         out.print(f"read models compared with a fresh replay at sequence {report.tables_at_seq}")
     elif report.tables_note:
         out.print(f"read models: {report.tables_note}")
+    if report.unsigned:
+        out.print(f"{report.unsigned} event(s) stored before signatures were required carry none (unsigned, not forged)")
+    if report.signed_after is None:
+        out.print("signatures are not required yet (`claimlog actors key require`): unsigned events are not findings")
     if report.ok:
         out.print("[green]verified[/green]: no findings")
         return

@@ -86,7 +86,7 @@ class BulkIngest:
             return await self._pipelined(items)
         source = iter(items)
         try:
-            async with AtomicBatches(self._log.nc, self._log.stream, layout=self._log.layout) as self._batches:
+            async with AtomicBatches(self._log.nc, self._log.stream, layout=self._log.layout, signer=self._log.signer) as self._batches:
                 while (item := self._ahead.popleft() if self._ahead and not self._redo else await self._next(source)) is not None or await self._flush():
                     if isinstance(item, LineError):
                         self._finish_line(item.number, item)

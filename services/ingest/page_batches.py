@@ -46,7 +46,7 @@ async def import_pages(
             on_page()
         return outcomes
     outcomes: dict[int, PageOutcome] = {}
-    async with AtomicBatches(log.nc, log.stream, layout=log.layout) as batches:
+    async with AtomicBatches(log.nc, log.stream, layout=log.layout, signer=log.signer) as batches:
         for group in _groups(list(enumerate(pages))):
             for index, outcome in await _import_group(log, batches, group, actor, clock):
                 outcomes[index] = outcome

@@ -24,6 +24,7 @@ from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.connection import subscribe_plain
 from services.log.errors import LogError, PublishError
 from services.log.reader import claim_head
+from services.log.signing import PROOF, SIGNATURE, SIGNER, Signer, sign_messages
 from services.log.writer import BATCH_DUPLICATE_MSG_ID, WRONG_LAST_SEQUENCE, message_id, parse_ack
 
 log = logging.getLogger(__name__)
@@ -52,8 +53,8 @@ class BatchRefused(LogError):
 class AtomicBatches:
     """Sends batches over many claims on one connection; each commit answers with the batch's last sequence."""
 
-    def __init__(self, nc: Client, stream: str, *, layout: LogLayout = DEFAULT_LAYOUT) -> None:
-        self._nc, self._stream, self._layout = nc, stream, layout
+    def __init__(self, nc: Client, stream: str, *, layout: LogLayout = DEFAULT_LAYOUT, signer: Signer | None = None) -> None:
+        self._nc, self._stream, self._layout, self._signer = nc, stream, layout, signer
         self._prefix = nc.new_inbox()
         self._waiting: dict[str, asyncio.Future[dict]] = {}
         self._sub = None
@@ -80,9 +81,11 @@ class AtomicBatches:
         self._waiting[token] = future
         reply = f"{self._prefix}.{token}"
         if self._blocks:
-            await self._nc.publish_blocks(list(_blocks(shares, batch_id, reply, self._layout)))
+            signed = None if self._signer is None else self._signer.headers([data for share in shares for _, data in share.linked])
+            await self._nc.publish_blocks(list(_blocks(shares, batch_id, reply, self._layout, signed)))
         else:
             messages = [m for share in shares for m in _messages(share, self._layout)]
+            sign_messages(self._signer, messages)  # one signature over the whole batch, every claim in it
             for number, (subject, data, headers) in enumerate(messages, start=1):
                 headers["Nats-Batch-Id"], headers["Nats-Batch-Sequence"] = batch_id, str(number)
                 if number == count:
@@ -125,13 +128,17 @@ def _messages(share: ClaimShare, layout: LogLayout) -> list[tuple[str, bytes, di
 _FIRST = b"NATS/1.0\r\nNats-Msg-Id: %s\r\nNats-Expected-Last-Subject-Sequence: %d\r\nNats-Expected-Last-Subject-Sequence-Subject: %s\r\n"
 _NEXT = b"NATS/1.0\r\nNats-Msg-Id: %s\r\n"
 _IN_BATCH = b"Nats-Batch-Id: %s\r\nNats-Batch-Sequence: %d\r\n"
+_SIGNED = f"{SIGNER}: %s\r\n{SIGNATURE}: %s\r\n{PROOF}: %s\r\n".encode()
 
 
-def _blocks(shares: Sequence[ClaimShare], batch_id: str, reply: str, layout: LogLayout) -> Iterator[tuple[str, str, bytes, bytes]]:
+def _blocks(
+    shares: Sequence[ClaimShare], batch_id: str, reply: str, layout: LogLayout, signed: Sequence[dict[str, str]] | None = None
+) -> Iterator[tuple[str, str, bytes, bytes]]:
     """The batch's messages as ``(subject, reply, header block, payload)``: the blocks ``encode_headers``
     makes of ``_messages``' headers (tests/unit/test_batch_blocks.py compares them), written directly. Every
     value is safe in a block as it is: message ids are UUIDs, the claim filter is made
-    of a checked claim id, the batch id is hex."""
+    of a checked claim id, the batch id is hex, and a signature's headers are hex and base64 (``signed``: one
+    dictionary per message, in order, from ``Signer.headers``)."""
     batch, number, last = batch_id.encode(), 0, sum(len(share.linked) for share in shares)
     for share in shares:
         claim_filter = layout.claim_filter(share.claim_id).encode()
@@ -139,6 +146,9 @@ def _blocks(shares: Sequence[ClaimShare], batch_id: str, reply: str, layout: Log
             number += 1
             msg_id = message_id(event).encode()
             block = (_FIRST % (msg_id, share.expected_seq, claim_filter) if index == 0 else _NEXT % msg_id) + _IN_BATCH % (batch, number)
+            if signed is not None:
+                mine = signed[number - 1]
+                block += _SIGNED % (mine[SIGNER].encode(), mine[SIGNATURE].encode(), mine[PROOF].encode())
             if number == last:
                 yield layout.publish_subject(share.claim_id, event.type), reply, block + b"Nats-Batch-Commit: 1\r\n\r\n", data
             else:

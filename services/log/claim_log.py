@@ -12,15 +12,17 @@ from events import Event
 from services.log.consumer import DurableConsumer
 from services.log.pipeline import Pipeline
 from services.log.reader import ClaimHead, ClaimReader, StoredEvent, claim_head, stream_head
+from services.log.signing import Signer
 from services.log.stream import StreamSpec, ensure_stream
 from services.log.writer import Appended, append
 
 
 class ClaimLog:
-    """Appends and reads on one stream through one NATS connection."""
+    """Appends and reads on one stream through one NATS connection; appends signed by ``signer`` when given."""
 
-    def __init__(self, nc: Client, spec: StreamSpec) -> None:
+    def __init__(self, nc: Client, spec: StreamSpec, *, signer: Signer | None = None) -> None:
         self.nc = nc
+        self.signer = signer
         self.spec = spec
         self.stream = spec.name
         self.layout = spec.layout
@@ -36,7 +38,8 @@ class ClaimLog:
     ) -> Appended:
         """Append events to one claim atomically if its last event is still at ``expected_seq``."""
         return await append(
-            self.nc, self.stream, claim_id, events, expected_seq=expected_seq, prev_hash=prev_hash, layout=self.layout
+            self.nc, self.stream, claim_id, events, expected_seq=expected_seq, prev_hash=prev_hash, layout=self.layout,
+            signer=self.signer,
         )
 
     async def read_claim(
@@ -72,4 +75,4 @@ class ClaimLog:
 
     def pipeline(self, *, window: int = 512) -> Pipeline:
         """Many appends in flight at once (use as ``async with``)."""
-        return Pipeline(self.nc, self.stream, window=window, layout=self.layout)
+        return Pipeline(self.nc, self.stream, window=window, layout=self.layout, signer=self.signer)

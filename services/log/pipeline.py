@@ -17,6 +17,7 @@ from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.chain import chain, event_hash
 from services.log.connection import encode_headers, subscribe_plain
 from services.log.errors import ConflictError, PublishError
+from services.log.signing import Signer, sign_messages
 from services.log.writer import (
     AlreadyStored,
     Appended,
@@ -33,8 +34,10 @@ ACK_TIMEOUT = 10.0
 class Pipeline:
     """Submit appends without waiting; each returns a future of its ``Appended``."""
 
-    def __init__(self, nc: Client, stream: str, *, window: int = 512, layout: LogLayout = DEFAULT_LAYOUT) -> None:
-        self._nc, self._stream, self._layout = nc, stream, layout
+    def __init__(
+        self, nc: Client, stream: str, *, window: int = 512, layout: LogLayout = DEFAULT_LAYOUT, signer: Signer | None = None
+    ) -> None:
+        self._nc, self._stream, self._layout, self._signer = nc, stream, layout, signer
         self._slots = asyncio.Semaphore(window)
         self._pending: dict[str, tuple[asyncio.Future[Appended], tuple]] = {}
         self._prefix = nc.new_inbox()
@@ -61,6 +64,7 @@ class Pipeline:
         await self._slots.acquire()
         linked = chain(events, prev_hash)
         messages = batch_headers(claim_id, linked, expected_seq, layout=self._layout)
+        sign_messages(self._signer, messages)
         self._counter += 1
         token = str(self._counter)
         future: asyncio.Future[Appended] = asyncio.get_running_loop().create_future()

@@ -17,6 +17,7 @@ from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.chain import event_hash
 from services.log.connection import RESTORED_TIME, RawHeaders, subscribe_plain
 from services.log.errors import LogError
+from services.log.signing import signature_headers
 
 PAGE = 1000
 MULTI_LAST = 256  # claims asked about in one batched get
@@ -53,6 +54,7 @@ class StoredEvent:
     stored_at: datetime
     data: bytes = field(repr=False)
     msg_id: str | None = None
+    signature: dict[str, str] | None = field(default=None, repr=False)  # its signature headers (services/log/signing.py)
 
     @_computed_once
     def event(self) -> Event:
@@ -257,6 +259,7 @@ class ClaimReader:
                     parse_store_time(restored or headers["Nats-Time-Stamp"]),
                     data,
                     headers.get("Nats-Msg-Id"),
+                    signature_headers(headers),
                 )
             )
         elif status == "404":

@@ -16,6 +16,7 @@ from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.chain import chain, event_hash
 from services.log.errors import ConflictError, PublishError
 from services.log.reader import read_claim
+from services.log.signing import Signer, sign_messages
 
 WRONG_LAST_SEQUENCE = 10071
 BATCH_DUPLICATE_MSG_ID = 10201
@@ -56,11 +57,14 @@ async def append(
     prev_hash: str | None,
     timeout: float = 5.0,
     layout: LogLayout = DEFAULT_LAYOUT,
+    signer: Signer | None = None,
 ) -> Appended:
-    """Append events to one claim, all or nothing, only if its last event is still at ``expected_seq``."""
+    """Append events to one claim, all or nothing, only if its last event is still at ``expected_seq``;
+    signed once by ``signer`` (services/log/signing.py) when given."""
     check_append(claim_id, events)
     linked = chain(events, prev_hash)
     messages = batch_headers(claim_id, linked, expected_seq, layout=layout)
+    sign_messages(signer, messages)
     for subject, data, headers in messages[:-1]:
         await nc.publish(subject, data, headers=headers)
     subject, data, headers = messages[-1]

@@ -15,9 +15,11 @@ import nats.errors
 from events.subjects import LogLayout
 from services.actors import actors_bucket
 from services.commands.shared_state import DESCRIPTIONS, RATES, SLUGS, bucket_name, open_bucket
+from services.keys import keys_bucket
 from services.log import ClaimLog, LogConfigError, NatsTls, StreamSpec, connect
 from services.log.durability import warn_if_server_not_synced
 from services.log.replication import ensure_bucket_replicas
+from services.log.signing import Signer
 from services.projector.leases import BUCKET as LEASES_BUCKET
 from services.projector.leases import ensure_bucket as ensure_leases
 from services.runtime.cluster import LocalCluster, cluster_nodes
@@ -122,11 +124,16 @@ async def open_log(
             await ensure_log(settings)
         nc = await connect(url, name=client_name, first_connect_seconds=settings.nats_connect_seconds, tls=nats_tls(settings))
         try:
-            claim_log = ClaimLog(nc, stream_spec(settings))
+            claim_log = ClaimLog(nc, stream_spec(settings), signer=signer_of(settings) if role in ("admin", "writer") else None)
             await ready(claim_log, create=role != "reader" if create is None else create)
             yield claim_log
         finally:
             await nc.drain()
+
+
+def signer_of(settings: Settings) -> Signer | None:
+    """The key this process signs its appends with (``CLAIMLOG_SIGNING_KEY``), or None."""
+    return None if settings.signing_key is None else Signer.from_file(settings.signing_key)
 
 
 async def ready(claim_log: ClaimLog, *, create: bool = True) -> None:
@@ -147,7 +154,7 @@ async def ensure_log(settings: Settings) -> None:
     """Create or verify the stream, and the replicas of the token store, as admin (``claimlog up``, ``claimlog ingest`` on the embedded default, and the
     deploy's one-shot ``stream`` service)."""
     async with open_log(settings, client_name="claimlog-stream", role="admin") as claim_log:
-        buckets = {**KEPT_BUCKETS, actors_bucket(claim_log.stream): "the token store"}
+        buckets = {**KEPT_BUCKETS, actors_bucket(claim_log.stream): "the token store", keys_bucket(claim_log.stream): "the key registry"}
         for kind in (SLUGS, RATES):  # the writers share them but may not create them
             await open_bucket(claim_log.nc, kind, stream=claim_log.stream, replicas=claim_log.spec.replicas)
             buckets[bucket_name(kind, claim_log.stream)] = DESCRIPTIONS[kind]

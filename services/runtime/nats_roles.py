@@ -16,6 +16,7 @@ from pathlib import Path
 from events.subjects import DEFAULT_PREFIX, LogLayout
 from services.actors import actors_bucket
 from services.commands.shared_state import RATES, SLUGS, bucket_name
+from services.keys import keys_bucket
 from services.log.servers import inbox_prefix
 from services.projector.leases import BUCKET as LEASES_BUCKET
 from services.projector.notices import notice_subject
@@ -46,7 +47,7 @@ def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Per
     """
     events = LogLayout(prefix).stream_subjects[0]
     api = "$JS.API"
-    read_log = _reads(stream)
+    read_log = (*_reads(stream), *_reads(f"KV_{keys_bucket(stream)}"))  # the log and the public keys it is signed with
     consume = (
         f"{api}.CONSUMER.CREATE.{stream}",
         f"{api}.CONSUMER.CREATE.{stream}.>",

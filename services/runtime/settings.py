@@ -59,6 +59,10 @@ class Settings(BaseSettings):
         description="Copies of everything claimlog keeps on NATS (the log and the token store): 3 on a cluster.",
     )
     duplicate_window_seconds: float = Field(default=300.0, ge=120.0)
+    signing_key: Path | None = Field(
+        default=None,
+        description="The Ed25519 private key (PEM) this process signs its appends with, as `claimlog actors key add` writes it; unset: unsigned.",
+    )
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8000, ge=0, le=65535)
     read_wait_seconds: float = Field(

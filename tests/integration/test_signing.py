@@ -1,0 +1,83 @@
+"""Signed appends on a real nats-server: keys in the registry, one signature per append or batch, and
+``verify`` naming every event that is unsigned, mis-signed or signed by a key that may not speak for its actor."""
+
+from __future__ import annotations
+
+from events import Actor, encode
+from services.audit.verify import Report, check_log
+from services.keys import KeyRing
+from services.log import ClaimLog, StreamSpec
+from services.log.batches import AtomicBatches, ClaimShare
+from services.log.chain import chain
+from services.log.signing import SIGNATURE, Signer
+from tests.builders import BOT, PERSON, attached, drafted, reviewed
+from tests.conftest import random_claim_id
+
+API = Actor(id="claimlog-api", kind="service")
+
+
+async def _report(claim_log: ClaimLog) -> Report:
+    report = Report()
+    await check_log(claim_log, report, head=await claim_log.head())
+    return report
+
+
+async def _raw(claim_log: ClaimLog, claim_id: str, event, headers: dict[str, str] | None = None, *, signer: Signer | None = None) -> int:
+    """Publish past the writer (as a holder of a NATS credential could), chained to the claim's head,
+    with the headers given or signed by ``signer``."""
+    head = await claim_log.claim_head(claim_id)
+    data = encode(event.model_copy(update={"prev_hash": head.hash}))
+    if signer is not None:
+        headers = signer.headers([data])[0]
+    ack = await claim_log.nc.jetstream().publish(claim_log.layout.publish_subject(claim_id, event.type), data, headers=headers)
+    return ack.seq
+
+
+async def test_signed_appends_verify_and_older_unsigned_events_are_counted_not_reported(claim_log: ClaimLog):
+    old = random_claim_id()
+    await claim_log.append(old, [drafted(old, actor=PERSON)], expected_seq=0, prev_hash=None)  # before any key
+    ring = await KeyRing.open(claim_log.nc, stream=claim_log.stream)
+    api, _ = await ring.add(API, delegate=True)
+    bot, _ = await ring.add(BOT)
+    await ring.require(await claim_log.head())
+
+    signed = ClaimLog(claim_log.nc, StreamSpec("CLAIMS"), signer=api)
+    claim = random_claim_id()
+    done = await signed.append(claim, [drafted(claim, actor=PERSON), reviewed(claim)], expected_seq=0, prev_hash=None)
+    stored = await signed.read_claim(claim)
+    assert stored[0].signature[SIGNATURE] == stored[1].signature[SIGNATURE]  # one signature for the append
+    # A batch over many claims, signed once by a direct producer speaking for itself.
+    others = [random_claim_id() for _ in range(3)]
+    shares = [ClaimShare(c, 0, chain([attached(c, "s1", actor=BOT), attached(c, "s2", actor=BOT)], None)) for c in others]
+    async with AtomicBatches(claim_log.nc, claim_log.stream, layout=claim_log.layout, signer=bot) as batches:
+        await batches.commit(shares)
+    appended = await signed.append(claim, [attached(claim, "s3", actor=PERSON)], expected_seq=done.last_seq, prev_hash=done.last_hash)
+    assert appended.last_seq > done.last_seq
+
+    report = await _report(claim_log)
+    assert report.ok, report.findings
+    assert report.unsigned == 1 and report.signed_after == 1
+
+
+async def test_verify_names_each_unattributable_event_by_claim_and_sequence(claim_log: ClaimLog):
+    ring = await KeyRing.open(claim_log.nc, stream=claim_log.stream)
+    api, _ = await ring.add(API, delegate=True)
+    bot, _ = await ring.add(BOT)
+    await ring.require(0)
+    claim = random_claim_id()
+    await ClaimLog(claim_log.nc, StreamSpec("CLAIMS"), signer=api).append(claim, [drafted(claim, actor=PERSON)], expected_seq=0, prev_hash=None)
+    good = attached(claim, "s1", actor=BOT)
+    copied = bot.headers([encode(good)])[0]  # a real signature, over other bytes
+    bad = {
+        await _raw(claim_log, claim, attached(claim, "s2", actor=PERSON)): "unsigned",
+        await _raw(claim_log, claim, attached(claim, "s3", actor=BOT), copied): "does not verify",
+        await _raw(claim_log, claim, attached(claim, "s4", actor=PERSON), signer=bot): "may sign only for itself",
+        await _raw(claim_log, claim, attached(claim, "s5", actor=BOT), signer=api): "a direct producer",
+        await _raw(claim_log, claim, attached(claim, "s6", actor=BOT), signer=Signer.generate()): "does not hold",
+    }
+    report = await _report(claim_log)
+    found = {f.seq: f for f in report.findings if f.kind == "signature"}
+    assert sorted(found) == sorted(bad)
+    for seq, reason in bad.items():
+        assert reason in found[seq].message and found[seq].claim_id == claim
+    assert report.counts["signature"] == len(bad) and report.counts.keys() == {"signature"}
