@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from events.subjects import DEFAULT_LAYOUT
 from services.log.signing import (
     PROOF,
     SIGNATURE,
@@ -102,3 +103,20 @@ def test_a_signing_key_file_round_trips_and_a_wrong_file_says_why(tmp_path):
         Signer.from_file(tmp_path / "bad.pem")
     with pytest.raises(ValueError, match="no such file"):
         Signer.from_file(tmp_path / "missing.pem")
+
+
+def test_a_batch_written_as_header_blocks_carries_each_events_signature():
+    from services.log.batches import ClaimShare, _blocks
+    from services.log.chain import chain
+    from services.log.connection import RawHeaders
+    from tests.builders import attached, drafted
+
+    signer = Signer.generate()
+    shares = [ClaimShare(claim, 0, chain([drafted(claim), attached(claim)], None)) for claim in ("CLM-0001", "CLM-0002")]
+    signed = signer.headers([data for share in shares for _, data in share.linked])
+    checked = Signed({signer.key_id: _key(signer, "api", delegate=True)})
+    blocks = list(_blocks(shares, "b1", "reply", DEFAULT_LAYOUT, signed))
+    assert len(blocks) == 4
+    for _, _, block, data in blocks:
+        assert checked.signer_of(RawHeaders(block), data, T0).key_id == signer.key_id
+    assert all(SIGNER not in block.decode() for _, _, block, _ in _blocks(shares, "b1", "reply", DEFAULT_LAYOUT))
