@@ -102,7 +102,7 @@ async def current_actor(api: Api, authorization: Annotated[str | None, Header()]
 async def allowed_actor(api: Api, actor: Annotated[Actor, Depends(current_actor)]) -> Actor:
     """The authenticated actor, if it has writes left (``services/commands/rate_limit.py``); 429 if not."""
     limiter = api.rate_limiter
-    throttled = limiter.take(actor.id) if limiter is not None else None
+    throttled = await limiter.take(actor.id) if limiter is not None else None
     if throttled is not None:
         raise HTTPException(
             429,

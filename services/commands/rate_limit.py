@@ -1,16 +1,33 @@
 """Writes per actor, limited by a token bucket: a steady rate a minute and a burst on top.
 
-The buckets live in the memory of one API process: behind several API processes an actor gets the
-limit once per process. Actors are authenticated before they reach a bucket, so there is at most one
-bucket per actor with a token, never one per caller that made something up.
+The buckets are shared by every API process of a registry: they live in a JetStream key-value bucket
+beside the log (``claimlog_rates``, services/commands/shared_state.py), one key per actor, changed
+by compare-and-set (``update`` at the revision read), so two processes spending one actor's last
+write cannot both have it. Behind n API processes an actor still gets the limit once, not n times.
+Actors are authenticated before they reach a bucket, so there is at most one bucket per actor with
+a token, never one per caller that made something up. A process of its own (tests, one-off tools)
+may keep the buckets in memory instead (``MemoryBuckets``).
+
+The time is the wall clock (``time.time``): it is the one clock processes on several machines share.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
+
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
+
+from services.commands.shared_state import LazyBucket
+
+# Attempts at a compare-and-set before a write is refused as contended (another process kept
+# spending the same actor's allowance at the same moment).
+ATTEMPTS = 8
 
 
 @dataclass(frozen=True)
@@ -21,27 +38,87 @@ class Throttled:
     message: str
 
 
+class Buckets(Protocol):
+    """Where each actor's (tokens, when counted) is kept, with a version for compare-and-set."""
+
+    async def read(self, actor_id: str) -> tuple[tuple[float, float] | None, int | None]: ...
+
+    async def write(self, actor_id: str, value: tuple[float, float], version: int | None) -> bool:
+        """Store ``value`` if the actor's bucket is still at ``version`` (None: absent); False if not."""
+
+
+class MemoryBuckets:
+    """Buckets in this process's memory (one process only)."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, tuple[float, float]] = {}
+
+    async def read(self, actor_id: str) -> tuple[tuple[float, float] | None, int | None]:
+        return self._values.get(actor_id), None
+
+    async def write(self, actor_id: str, value: tuple[float, float], version: int | None) -> bool:
+        self._values[actor_id] = value
+        return True
+
+
+class SharedBuckets:
+    """Buckets in a key-value bucket every API process of the registry reads and writes."""
+
+    def __init__(self, bucket: LazyBucket) -> None:
+        self._bucket = bucket
+
+    async def read(self, actor_id: str) -> tuple[tuple[float, float] | None, int | None]:
+        kv = await self._bucket()
+        try:
+            entry = await kv.get(_key(actor_id))
+        except (KeyNotFoundError, NotFoundError):
+            return None, None
+        value = json.loads(entry.value or b"{}")
+        return (float(value["tokens"]), float(value["at"])), entry.revision
+
+    async def write(self, actor_id: str, value: tuple[float, float], version: int | None) -> bool:
+        kv = await self._bucket()
+        data = json.dumps({"tokens": value[0], "at": value[1]}).encode()
+        try:
+            if version is None:
+                await kv.create(_key(actor_id), data)
+            else:
+                await kv.update(_key(actor_id), data, last=version)
+        except KeyWrongLastSequenceError:
+            return False
+        return True
+
+
+def _key(actor_id: str) -> str:
+    """An actor's key: actor ids may hold characters a key may not, so their hash."""
+    return "actor." + hashlib.sha256(actor_id.encode()).hexdigest()[:40]
+
+
 class RateLimiter:
     """One token bucket per actor id: ``burst`` writes at once, refilled at ``per_minute`` a minute."""
 
-    def __init__(self, *, per_minute: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, *, per_minute: float, burst: int, clock: Callable[[], float] = time.time, buckets: Buckets | None = None
+    ) -> None:
         self.per_minute, self.burst = per_minute, burst
         self._per_second = per_minute / 60.0
         self._clock = clock
-        self._buckets: dict[str, tuple[float, float]] = {}  # actor id -> (tokens, when counted)
+        self._buckets = buckets if buckets is not None else MemoryBuckets()
 
-    def take(self, actor_id: str) -> Throttled | None:
+    async def take(self, actor_id: str) -> Throttled | None:
         """Spend one write of the actor's allowance; a ``Throttled`` when none is left (nothing spent)."""
-        now = self._clock()
-        tokens, then = self._buckets.get(actor_id, (float(self.burst), now))
-        tokens = min(float(self.burst), tokens + (now - then) * self._per_second)
-        if tokens >= 1.0:
-            self._buckets[actor_id] = (tokens - 1.0, now)
-            return None
-        self._buckets[actor_id] = (tokens, now)
-        wait = max(1, math.ceil((1.0 - tokens) / self._per_second))
-        return Throttled(
-            wait,
-            f"actor {actor_id!r} sent more than {self.per_minute:g} writes a minute (burst {self.burst}); "
-            f"retry in {wait}s",
-        )
+        for _ in range(ATTEMPTS):
+            now = self._clock()
+            stored, version = await self._buckets.read(actor_id)
+            tokens, then = stored if stored is not None else (float(self.burst), now)
+            tokens = min(float(self.burst), tokens + max(0.0, now - then) * self._per_second)
+            if tokens < 1.0:  # refused: nothing is written, so the next look counts from the same point
+                wait = max(1, math.ceil((1.0 - tokens) / self._per_second))
+                return Throttled(
+                    wait,
+                    f"actor {actor_id!r} sent more than {self.per_minute:g} writes a minute (burst {self.burst}); "
+                    f"retry in {wait}s",
+                )
+            if await self._buckets.write(actor_id, (tokens - 1.0, now), version):
+                return None
+        return Throttled(1, f"actor {actor_id!r} is sending many writes at once from several places; retry in 1s")

@@ -18,8 +18,9 @@ from projections.registry import build_projections
 from services.actors import ActorStore
 from services.commands.http import router as command_router
 from services.commands.models import COMMAND_TYPES
-from services.commands.rate_limit import RateLimiter
+from services.commands.rate_limit import RateLimiter, SharedBuckets
 from services.commands.service import CommandService
+from services.commands.shared_state import RATES, LazyBucket
 from services.log import ClaimLog
 from services.read_api.aggregates import router as aggregates_router
 from services.read_api.browser import Cors, install_browser_policy
@@ -119,6 +120,10 @@ def attach_log(app: FastAPI, claim_log: ClaimLog) -> None:
     state.claim_log = claim_log
     if state.writes:
         state.commands = CommandService(claim_log)
+        limiter = state.rate_limiter
+        if limiter is not None:  # every API process on this log draws on the same allowances
+            bucket = LazyBucket(claim_log.nc, RATES, stream=claim_log.stream, replicas=claim_log.spec.replicas)
+            state.rate_limiter = RateLimiter(per_minute=limiter.per_minute, burst=limiter.burst, buckets=SharedBuckets(bucket))
         state.actor_store = _store_opener(claim_log)
 
 

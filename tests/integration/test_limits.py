@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 from sqlalchemy import Engine
 
-from services.log import ClaimLog
+from services.log import ClaimLog, StreamSpec, connect
+from services.read_api.app import attach_log, create_app
 from services.read_api.guards import Guards
 from tests.conftest import random_claim_id
 from tests.integration.command_api import draft
@@ -49,6 +51,28 @@ async def test_an_actor_over_its_rate_gets_429_with_retry_after_and_publishes_no
     assert (await api.send("draft_claim", "grace", **draft(claims[3]))).status_code == 201
     counted = await guarded.metrics()
     assert counted[("claimlog_command_requests_total", (("command", "draft_claim"), ("status", "429")))] == 1
+
+
+async def test_the_rate_limit_holds_across_api_processes(guarded: Guarded, nats_url: str, engine: Engine):
+    # A second API process: its own app and its own connection to the same log.
+    other_nc = await connect(nats_url)
+    try:
+        other_log = ClaimLog(other_nc, StreamSpec("CLAIMS"))
+        other = create_app(engine, commands=True, read_wait=10.0, guards=LIMITS)
+        attach_log(other, other_log)
+        auth = {"Authorization": f"Bearer {guarded.api.tokens['ada']}"}
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=other), base_url="http://claimlog") as second:
+            statuses = []
+            for index in range(6):  # alternating between the two processes: the burst of three is shared
+                claim = random_claim_id()
+                if index % 2:
+                    response = await second.post("/commands/draft_claim", json=draft(claim), headers=auth)
+                else:
+                    response = await guarded.api.send("draft_claim", "ada", **draft(claim))
+                statuses.append(response.status_code)
+    finally:
+        await other_nc.close()
+    assert statuses == [201, 201, 201, 429, 429, 429]
 
 
 async def test_a_body_over_the_size_limit_is_refused_with_413_read_or_streamed(guarded: Guarded):
