@@ -32,7 +32,7 @@ from services.runtime.embedded import (
     write_server_config,
 )
 from services.runtime.local_ca import ServerCertificate, local_ca_file, server_certificates
-from services.runtime.nats_roles import role_passwords, with_credentials
+from services.runtime.nats_roles import role_passwords, user_name, with_credentials
 from services.runtime.processes import terminate
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class LocalCluster:
     def url_for(self, role: str) -> str:
         """Every node's address with ``role``'s credentials, comma-separated (a cluster's CLAIMLOG_NATS_URL)."""
         password = role_passwords(self.data_dir)[role]
-        return ",".join(with_credentials(node.url, role, password) for node in self.nodes)
+        return ",".join(with_credentials(node.url, user_name(role, self.stream), password) for node in self.nodes)
 
     def start(self, *, timeout: float = 30.0) -> str:
         """Start every node and wait until each accepts connections; returns the admin role's URL."""

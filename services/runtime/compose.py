@@ -75,7 +75,7 @@ async def nats_server(settings: Settings, *, role: str = "admin") -> AsyncIterat
     (``show``, ``history``, ``export``, ``verify``, ``replay``) on a data directory that holds no log
     yet is told so, and nothing starts.
     """
-    url = settings.nats_url or running_url(settings.data_dir, role)
+    url = settings.nats_url or running_url(settings.data_dir, role, settings.stream)
     if url is not None:
         yield url
         return

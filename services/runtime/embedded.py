@@ -14,7 +14,13 @@ import time
 from pathlib import Path
 
 from events.subjects import DEFAULT_PREFIX, DEFAULT_STREAM
-from services.runtime.nats_roles import authorization_config, read_passwords, role_passwords, with_credentials
+from services.runtime.nats_roles import (
+    authorization_config,
+    read_passwords,
+    role_passwords,
+    user_name,
+    with_credentials,
+)
 from services.runtime.processes import terminate
 
 log = logging.getLogger(__name__)
@@ -57,9 +63,9 @@ def nats_server_binary() -> Path:
     return Path(found)
 
 
-def running_url(data_dir: Path, role: str = "admin") -> str | None:
-    """The URL, with ``role``'s credentials, of the embedded server (or local cluster: its nodes' URLs,
-    comma-separated) already serving this data directory, if one is alive."""
+def running_url(data_dir: Path, role: str = "admin", stream: str = DEFAULT_STREAM) -> str | None:
+    """The URL, with ``role``'s credentials (its user for the registry on ``stream``), of the embedded server
+    (or local cluster: its nodes' URLs, comma-separated) already serving this data directory, if one is alive."""
     try:
         record = json.loads((data_dir / URL_FILE).read_text())
         pids, urls = record.get("pids", [record.get("pid")]), record.get("urls", [record.get("url")])
@@ -73,7 +79,7 @@ def running_url(data_dir: Path, role: str = "admin") -> str | None:
         return ",".join(live)  # a server started before claimlog had users: it has no authorization
     if role not in passwords:
         raise EmbeddedNatsError(f"no password for the NATS role {role!r} in {data_dir}")
-    return ",".join(with_credentials(url, role, passwords[role]) for url in live)
+    return ",".join(with_credentials(url, user_name(role, stream), passwords[role]) for url in live)
 
 
 def _alive(pid: object) -> bool:
@@ -111,7 +117,7 @@ class EmbeddedNats:
         """``nats://<role>:<password>@127.0.0.1:<port>`` of the running server."""
         if self.url is None:
             raise EmbeddedNatsError("the embedded nats-server is not running")
-        return with_credentials(self.url, role, role_passwords(self.data_dir)[role])
+        return with_credentials(self.url, user_name(role, self.stream), role_passwords(self.data_dir)[role])
 
     def _write_config(self) -> Path:
         self.data_dir.mkdir(parents=True, exist_ok=True)

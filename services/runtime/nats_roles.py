@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from events.subjects import DEFAULT_PREFIX, LogLayout
+from events.subjects import DEFAULT_PREFIX, DEFAULT_STREAM, LogLayout
 from services.actors import actors_bucket
 from services.commands.shared_state import RATES, SLUGS, bucket_name
 from services.keys import keys_bucket
@@ -61,18 +61,25 @@ def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Per
         "admin": None,  # creates and updates the stream and the actors bucket; operator commands
         # The API processes connect as writer (with commands) or reader: both hear the commit notices.
         # ... and keeps the buckets all API processes share: slugs' owners and the rate limit.
-        "writer": _own_replies("writer", (events, f"{api}.INFO", *read_log, *_reads(f"KV_{actors_bucket(stream)}"),
+        "writer": _own_replies(user_name("writer", stream), (events, f"{api}.INFO", *read_log, *_reads(f"KV_{actors_bucket(stream)}"),
                                           *(s for kind in (SLUGS, RATES) for s in _keeps(bucket_name(kind, stream))),
                                           *_sees_leases()),
                                also=(notice_subject(stream),)),
         # A projector worker also keeps its leases: reads, compare-and-set writes and a key listing.
-        "projector": _own_replies("projector", (*read_log, *consume, notice_subject(stream), *_kv_leases())),
-        "reader": _own_replies("reader", (*read_log, *_sees_leases()), also=(notice_subject(stream),)),
+        "projector": _own_replies(user_name("projector", stream), (*read_log, *consume, notice_subject(stream), *_kv_leases())),
+        "reader": _own_replies(user_name("reader", stream), (*read_log, *_sees_leases()), also=(notice_subject(stream),)),
     }
 
 
-def _own_replies(role: str, publish: tuple[str, ...], *, also: tuple[str, ...] = ()) -> Permissions:
-    return Permissions(publish, subscribe=(f"{inbox_prefix(role)}.>", *also))
+def user_name(role: str, stream: str = DEFAULT_STREAM) -> str:
+    """The NATS user of ``role`` for the registry on ``stream``: the role itself for the default stream,
+    ``<role>_<stream>`` for another, so two registries on one server or cluster have users of their own
+    (and reply inboxes of their own, ``_INBOX.<user>``)."""
+    return role if stream == DEFAULT_STREAM else f"{role}_{stream}"
+
+
+def _own_replies(user: str, publish: tuple[str, ...], *, also: tuple[str, ...] = ()) -> Permissions:
+    return Permissions(publish, subscribe=(f"{inbox_prefix(user)}.>", *also))
 
 
 def _keeps(bucket: str) -> tuple[str, ...]:
@@ -109,7 +116,7 @@ def authorization_config(stream: str, passwords: Mapping[str, str], *, prefix: s
     """The nats-server ``authorization`` block; ``passwords`` holds each role's config value ("quoted" or $VAR)."""
     users = []
     for role, permissions in role_permissions(stream, prefix).items():
-        user = f"    {{user: {role}, password: {passwords[role]}"
+        user = f"    {{user: {user_name(role, stream)}, password: {passwords[role]}"
         if permissions is None:
             users.append(user + "}")
             continue

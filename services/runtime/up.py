@@ -74,7 +74,7 @@ def _start_nats(settings: Settings, cluster: int | None) -> EmbeddedNats | Local
             f"{settings.data_dir.resolve()} holds the log of a single embedded server: a cluster starts in another "
             "data directory (CLAIMLOG_DATA_DIR), and `claimlog export` / `claimlog import` carry the log over"
         )
-    if settings.nats_url is not None or running_url(settings.data_dir) is not None:
+    if settings.nats_url is not None or running_url(settings.data_dir, stream=settings.stream) is not None:
         return None
     local = local_server(settings, cluster=cluster)
     local.start()
@@ -102,7 +102,7 @@ def _port_free(host: str, port: int) -> bool:
 
 def role_url(settings: Settings, role: str) -> str:
     """CLAIMLOG_NATS_URL as the operator gave it, else ``role``'s URL on the data directory's embedded server."""
-    url = settings.nats_url or running_url(settings.data_dir, role)
+    url = settings.nats_url or running_url(settings.data_dir, role, settings.stream)
     if url is None:
         raise EmbeddedNatsError(f"the embedded nats-server of {settings.data_dir} is not running")
     return url

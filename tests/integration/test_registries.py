@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from events import Actor
 from events.subjects import LogLayout
 from services.actors import ActorStore, actors_bucket
-from services.log import ClaimLog, PublishError, StreamSpec, connect
-from services.runtime.embedded import EmbeddedNats
+from services.log import ClaimLog, LogError, PublishError, StreamSpec, connect
+from services.runtime.embedded import EmbeddedNats, running_url
+from services.runtime.nats_roles import ROLES, user_name
 from tests.builders import attached, drafted
 from tests.conftest import random_claim_id
 
@@ -56,5 +58,22 @@ async def test_a_registrys_writer_may_publish_its_own_events_only(tmp_path: Path
         assert await ClaimLog(admin, StreamSpec("CLAIMS")).head() == 0
         await writer.close()
         await admin.close()
+    finally:
+        server.stop()
+
+
+async def test_a_registry_on_another_stream_has_nats_users_of_its_own(tmp_path: Path):
+    users = {role: user_name(role, "REG2") for role in ROLES}
+    assert users == {role: f"{role}_REG2" for role in ROLES}
+    assert not set(users.values()) & {user_name(role) for role in ROLES}  # beside the default registry's, on one cluster
+    server = EmbeddedNats(tmp_path / "nats", stream="REG2", prefix="reg2")
+    server.start()
+    try:
+        config = (tmp_path / "nats" / "nats-server.conf").read_text()
+        assert all(f"{{user: {user}," in config for user in users.values()) and "{user: writer," not in config
+        assert running_url(tmp_path / "nats", "writer", "REG2") == server.url_for("writer")
+        assert urlsplit(server.url_for("writer")).username == "writer_REG2"
+        with pytest.raises(LogError):  # the default registry's user name is not a user here
+            await connect(server.url_for("writer").replace("writer_REG2:", "writer:"), first_connect_seconds=2)
     finally:
         server.stop()
