@@ -26,13 +26,17 @@ def up(
         int | None,
         typer.Option(min=3, max=5, help="Run a JetStream cluster of this many nats-servers on loopback instead of one."),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(min=1, max=64, help="Projector worker processes dividing the log's partitions (a partitioned log only)."),
+    ] = 1,
 ) -> None:
     """Run everything: NATS (embedded unless CLAIMLOG_NATS_URL), migrations, projector and read API."""
     from services.runtime.up import run_up
 
     settings = setup()
     host, port = host or settings.api_host, port or settings.api_port
-    raise typer.Exit(run_up(settings, sample=sample, host=host, port=port, cluster=cluster))
+    raise typer.Exit(run_up(settings, sample=sample, host=host, port=port, cluster=cluster, workers=workers))
 
 
 def projector() -> None:

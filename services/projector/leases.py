@@ -93,11 +93,20 @@ class Leases:
         return sorted(key.removeprefix("worker.") for key in keys if key.startswith("worker."))
 
     async def take(self, partition: int) -> Lease | None:
-        """The lease of ``partition``, if no other worker holds a live one."""
+        """The lease of ``partition``, if no other worker holds a live one. A lease held under this
+        worker's own name (left by its previous process, restarted under the same name) is taken over
+        at a new revision, which fences off anything that process might still commit."""
         try:
             return Lease(partition, await self._kv.create(_key(partition), self.worker.encode()))
         except KeyWrongLastSequenceError:
+            pass
+        try:
+            entry = await self._kv.get(_key(partition))
+        except KeyNotFoundError:
             return None
+        if entry.value != self.worker.encode() or entry.revision is None:
+            return None
+        return await self.renew(Lease(partition, entry.revision))
 
     async def renew(self, lease: Lease) -> Lease | None:
         """The lease again at a new epoch, or ``None`` when it lapsed or another worker took it."""

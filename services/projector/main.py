@@ -1,4 +1,8 @@
-"""The projector process: a FastStream application hosting the projector on its broker's connection."""
+"""The projector process: a FastStream application hosting the projector on its broker's connection.
+
+On a partitioned log (CLAIMLOG_PARTITIONS > 0) the process is one projector worker
+(``services/projector/worker.py``): alone it folds every partition, beside others it folds its share.
+On an unpartitioned log it is the one projector, folding the whole log."""
 
 from __future__ import annotations
 
@@ -7,18 +11,20 @@ import logging
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
-from faststream.nats.security import NatsSecurity, NatsUserPassword
+from faststream.nats.security import NatsUserPassword
 from nats.aio.client import Client
 from sqlalchemy import Engine
 
 from projections.registry import build_projections
 from services.log import ClaimLog, LogError
 from services.log.servers import ErrorLog, connect, inbox_prefix, split_credentials
+from services.projector.leases import Leases
 from services.projector.live import Projector
-from services.projector.shares import Shares, level
+from services.projector.shares import level
+from services.projector.worker import Worker
 from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_if_stale
-from services.runtime.compose import nats_server, nats_tls, ready, stream_spec
+from services.runtime.compose import nats_server, ready, stream_spec
 from services.runtime.db import make_engine, require_current
 from services.runtime.settings import Settings
 
@@ -31,19 +37,13 @@ class ProjectorService:
     def __init__(self, settings: Settings, engine: Engine, nats_url: str) -> None:
         self.settings, self.engine, self._nats_url = settings, engine, nats_url
         servers, user, password = split_credentials(nats_url)
-        self._tls = nats_tls(settings)
-        context = self._tls.context() if self._tls is not None else None
-        if user is not None:
-            security = NatsUserPassword(user, password, ssl_context=context)
-        else:
-            security = NatsSecurity(ssl_context=context) if context is not None else None
         self.broker = NatsBroker(
             servers,
             name=f"claimlog-{settings.projector_name}",
             max_reconnect_attempts=-1,
             reconnect_time_wait=0.25,
             error_cb=ErrorLog(nats_url).report,  # FastStream says nothing while it cannot connect
-            security=security,
+            security=NatsUserPassword(user, password) if user is not None else None,
             inbox_prefix=inbox_prefix(user),
         )
         self.app = FastStream(self.broker)
@@ -73,7 +73,7 @@ class ProjectorService:
             try:
                 return await connect(
                     self._nats_url, name=f"claimlog-{self.settings.projector_name}-events",
-                    first_connect_seconds=self.settings.nats_connect_seconds, tls=self._tls,
+                    first_connect_seconds=self.settings.nats_connect_seconds,
                 )
             except LogError as error:  # the server is down or restarting: connect waited for it, and says why
                 log.warning("connecting to NATS for the events: %s; retrying in %.1fs", error, delay)
@@ -84,11 +84,12 @@ class ProjectorService:
         generations = Generations(self.settings.resolved_database_url())
         try:
             await rebuild_if_stale(self.settings, generations)
-            active = generations.engine(generations.active_number())
-            await level(claim_log, active, shares=self.settings.projector_shares, name=self.settings.projector_name, batch=self.settings.projector_batch)
-            if self.settings.projector_shares > 1:
-                await Shares(self.settings, self._nats_url).run(self._stop_event)
+            if claim_log.layout.partitioned:
+                await self._work(claim_log, generations)
                 return
+            active = generations.engine(generations.active_number())
+            # Checkpoints the projector's former share processes left apart are brought to one position first.
+            await level(claim_log, active, shares=1, name=self.settings.projector_name, batch=self.settings.projector_batch)
             projector = Projector(
                 claim_log,
                 self.engine,
@@ -101,6 +102,17 @@ class ProjectorService:
             await projector.run(self._stop_event)
         finally:
             generations.close()
+
+    async def _work(self, claim_log: ClaimLog, generations: Generations) -> None:
+        """Run as one of the workers dividing the partitions (alone, it folds every one)."""
+        name = self.settings.resolved_worker_name()
+        leases = await Leases.open(claim_log.nc.jetstream(), name, ttl=self.settings.lease_seconds, replicas=self.settings.nats_replicas)
+        worker = Worker(
+            claim_log, leases, self.engine, build_projections,
+            consumer_prefix=self.settings.projector_name, batch=self.settings.projector_batch,
+            lease_seconds=self.settings.lease_seconds, generations=generations,
+        )
+        await worker.run(self._stop_event)
 
     def _on_done(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:

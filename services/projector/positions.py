@@ -35,14 +35,14 @@ def claim_rows(conn: Connection, projections: Sequence[Projection], *, partition
 def divide_checkpoints(conn: Connection, rows: Sequence, *, shares: int) -> list:
     """Replace checkpoints written for another number of shares with ``shares`` rows per projection, at
     the position they all stand at; an event folded twice would count twice, so they must stand at one.
-    (``services/projector/shares.py`` brings them there before starting another number of shares.)"""
+    (``services/projector/shares.py`` brings shares' rows there on an unpartitioned log.)"""
     positions = {row.last_seq for row in rows}
     if len(positions) > 1:
         was = sorted({row.shares for row in rows})
         raise RuntimeError(
             f"the checkpoints were written by {' and '.join(map(str, was))} shares of the claims, standing at different "
-            f"positions {sorted(positions)}: run the projector with CLAIMLOG_PROJECTOR_SHARES={was[-1]} until they stand at one, "
-            "or let `claimlog projector` bring them there"
+            f"positions {sorted(positions)}: let `claimlog projector` bring them to one (on an unpartitioned log), or "
+            "rebuild the read models with `claimlog replay`"
         )
     versions = {row.name: row.version for row in rows}
     seq = positions.pop()
@@ -53,5 +53,5 @@ def divide_checkpoints(conn: Connection, rows: Sequence, *, shares: int) -> list
         for share in range(shares)
     ]
     conn.execute(insert(checkpoints), divided)
-    log.info("checkpoints of %s divided for CLAIMLOG_PROJECTOR_SHARES=%s at sequence %s", sorted(versions), shares, seq)
+    log.info("checkpoints of %s divided into %s at sequence %s", sorted(versions), shares, seq)
     return conn.execute(select(checkpoints).where(checkpoints.c.name.in_(list(versions)))).all()

@@ -91,7 +91,8 @@ def _kv_leases() -> tuple[str, ...]:
     """Keep the partition leases (``services/projector/leases.py``) and list their keys (an ordered
     consumer of the bucket's stream); admin makes the bucket."""
     api, kv = "$JS.API", f"KV_{LEASES_BUCKET}"
-    return (*_keeps(LEASES_BUCKET), f"{api}.CONSUMER.CREATE.{kv}", f"{api}.CONSUMER.CREATE.{kv}.>", f"{api}.CONSUMER.DELETE.{kv}.>")
+    listing = tuple(f"{api}.CONSUMER.{verb}.{kv}.>" for verb in ("CREATE", "INFO", "DELETE"))
+    return (*_keeps(LEASES_BUCKET), f"{api}.CONSUMER.CREATE.{kv}", *listing)
 
 
 def _sees_leases() -> tuple[str, ...]:

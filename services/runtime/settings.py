@@ -70,9 +70,6 @@ class Settings(BaseSettings):
     )
     projector_name: str = Field(default="projector", pattern=r"^[A-Za-z0-9_-]+$")
     projector_batch: int = Field(default=1000, ge=1, le=10_000)
-    projector_shares: int = Field(
-        default=1, ge=1, le=16, description="Processes the projector runs, each folding one share of the claims (at most one per core)."
-    )
     lease_seconds: float = Field(
         default=15.0, ge=0.5, le=600,
         description="How long a projector worker's partition lease lives unrenewed: a killed worker's partitions move within it.",

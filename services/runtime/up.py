@@ -28,8 +28,12 @@ log = logging.getLogger(__name__)
 console = Console()
 
 
-def run_up(settings: Settings, *, sample: bool, host: str, port: int, cluster: int | None = None) -> int:
-    """Run claimlog until SIGINT or SIGTERM; returns the exit code. ``cluster``: run that many nats-servers."""
+def run_up(settings: Settings, *, sample: bool, host: str, port: int, cluster: int | None = None, workers: int = 1) -> int:
+    """Run claimlog until SIGINT or SIGTERM; returns the exit code. ``cluster``: run that many nats-servers;
+    ``workers``: that many projector workers dividing the log's partitions."""
+    if workers > 1 and settings.partitions == 0:
+        console.print("[red]--workers divides a partitioned log[/red]: with CLAIMLOG_PARTITIONS=0 the projector is one process")
+        return 2
     if not _port_free(host, port):
         console.print(f"[red]{host}:{port} is already in use[/red]: stop what listens there, or pass --port")
         return 2
@@ -45,7 +49,7 @@ def run_up(settings: Settings, *, sample: bool, host: str, port: int, cluster: i
         generations.upgrade()
         generations.close()
         asyncio.run(ensure_log(settings))
-        supervisor = Supervisor(_children(settings, host, port))
+        supervisor = Supervisor(_children(settings, host, port, workers))
         supervisor.start()
         base = f"http://{host}:{port}"
         _wait_healthy(base, supervisor)
@@ -81,11 +85,18 @@ def _start_nats(settings: Settings, cluster: int | None) -> EmbeddedNats | Local
     return local
 
 
-def _children(settings: Settings, host: str, port: int) -> list[Child]:
-    """The projector and the API, each with its own role's credentials and the replicas up settled on."""
+def _children(settings: Settings, host: str, port: int, workers: int = 1) -> list[Child]:
+    """The projector (``workers`` worker processes) and the API, each with its own role's credentials
+    and the replicas up settled on."""
     replicas = {"CLAIMLOG_NATS_REPLICAS": str(settings.nats_replicas)} | tls_env(settings)
+    projector = child_env(role_url(settings, "projector")) | replicas
+    base = settings.resolved_worker_name()  # this process's: its workers' names outlive their restarts
+    projectors = [
+        Child("projector" if workers == 1 else f"projector-{n}", service_argv("projector"), projector | {"CLAIMLOG_WORKER_NAME": f"{base}-w{n}"})
+        for n in range(1, workers + 1)
+    ]
     return [
-        Child("projector", service_argv("projector"), child_env(role_url(settings, "projector")) | replicas),
+        *projectors,
         Child("api", service_argv("api", "--host", host, "--port", str(port)), child_env(role_url(settings, "writer")) | replicas),
     ]
 

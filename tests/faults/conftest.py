@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from services.log import ClaimLog, StreamSpec, connect
+from services.log import ClaimLog, connect
 from services.runtime.embedded import EmbeddedNats
 from tests.conftest import POSTGRES_URL, _postgres_database
-from tests.faults.harness import CleanReplay, migrated, publish_workload
+from tests.faults.harness import CleanReplay, log_spec, migrated, publish_workload
 
 REPLAY_CLAIMS = 10_000
 REPLAY_PER_CLAIM = 10  # 100,000 events
@@ -86,7 +86,7 @@ async def published(directory: Path, *, claims: int, per_claim: int) -> AsyncIte
         head = await publish_workload(url, claims=claims, per_claim=per_claim)
         seconds = time.monotonic() - started
         nc = await connect(url, name="faults-clean-replay")
-        clean = CleanReplay(ClaimLog(nc, StreamSpec("CLAIMS")), engine, name="clean-replay")
+        clean = CleanReplay(ClaimLog(nc, log_spec()), engine, name="clean-replay")
         yield PublishedLog(url, head, seconds, claims, clean)
     finally:
         if nc is not None:
@@ -136,7 +136,7 @@ async def postgres_target(small_replay_log: PublishedLog, fault_report) -> Async
             nc = await connect(small_replay_log.url, name="faults-clean-replay-pg")
             try:
                 fault_report(f"PostgreSQL at {POSTGRES_URL.rsplit('@', 1)[-1]}")
-                yield PostgresTarget(url, engine, CleanReplay(ClaimLog(nc, StreamSpec("CLAIMS")), clean_engine, name="clean-replay-pg"))
+                yield PostgresTarget(url, engine, CleanReplay(ClaimLog(nc, log_spec()), clean_engine, name="clean-replay-pg"))
             finally:
                 await nc.close()
                 engine.dispose()

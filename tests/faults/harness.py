@@ -16,7 +16,7 @@ from pathlib import Path
 from sqlalchemy import Engine, func, select
 
 from bench.workload import claim_events
-from events.subjects import event_subject
+from events.subjects import LogLayout, event_subject
 from projections.checksum import table_checksums
 from projections.registry import build_projections
 from projections.tables import checkpoints
@@ -45,11 +45,12 @@ def workload(claims: int, per_claim: int, *, seed: int = 7, first: int = 0) -> I
 
 
 async def publish_workload(
-    url: str, *, claims: int, per_claim: int, first: int = 0, window: int = 2000
+    url: str, *, claims: int, per_claim: int, first: int = 0, window: int = 2000, partitions: int = 0
 ) -> int:
-    """Publish the workload with many acknowledgements in flight (each checked); returns the log's head."""
+    """Publish the workload with many acknowledgements in flight (each checked); returns the log's head.
+    The stream is made unpartitioned (one projector folds it) unless ``partitions`` says otherwise."""
     nc = await connect(url, name="faults-publisher")
-    claim_log = ClaimLog(nc, StreamSpec("CLAIMS"))
+    claim_log = ClaimLog(nc, log_spec(partitions))
     await claim_log.ensure()
     js = nc.jetstream()
     slots = asyncio.Semaphore(window)
@@ -81,6 +82,12 @@ async def publish_workload(
     return head
 
 
+def log_spec(partitions: int = 0) -> StreamSpec:
+    """The scenarios' stream: unpartitioned by default, folded by one projector whose checkpoint is one
+    position in the log; partitioned for the workers' scenarios."""
+    return StreamSpec("CLAIMS", layout=LogLayout("claims", partitions))
+
+
 def migrated(url: str) -> Engine:
     """An engine on a migrated read-model database."""
     engine = make_engine(url)
@@ -97,20 +104,23 @@ def start_projector(
     slow: str | None = None,
     poison: str | None = None,
     log_to: Path | None = None,
-    shares: int = 1,
+    partitions: int = 0,
+    settings: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """``claimlog projector`` in its own process (``slow``: its batches sleep first, see slow_projector.py;
     ``poison``: a claim whose source withdrawals its claim-page fold raises on, see poisoned_projector.py;
-    ``log_to``: a file for what it logs; ``shares``: how many processes it runs, see services/projector/shares.py)."""
+    ``log_to``: a file for what it logs; ``partitions``: the log's (0: unpartitioned, one projector; more: the process is a worker);
+    ``settings``: more CLAIMLOG_* variables, e.g. a worker's name and lease time)."""
     env = {
         **os.environ,
+        "CLAIMLOG_PARTITIONS": str(partitions),
         "CLAIMLOG_NATS_URL": nats_url,
         "CLAIMLOG_DATABASE_URL": database_url,
         "CLAIMLOG_PROJECTOR_NAME": name,
         "CLAIMLOG_PROJECTOR_BATCH": str(batch),
-        "CLAIMLOG_PROJECTOR_SHARES": str(shares),
         "PYTHONPATH": str(ROOT),
         "COLUMNS": "200",  # its log lines unwrapped
+        **(settings or {}),
     }
     command = [sys.executable, "-m", "services.cli", "projector"]
     if slow is not None:
@@ -144,8 +154,7 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def checkpoint(engine: Engine) -> int:
-    """The projector's committed position, as its database has it (0 before its first commit): the
-    lowest of its shares', when it runs as several processes."""
+    """The projector's committed position, as its database has it (0 before its first commit)."""
     with engine.connect() as conn:
         return conn.execute(select(func.min(checkpoints.c.last_seq))).scalar() or 0
 

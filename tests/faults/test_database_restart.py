@@ -13,12 +13,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.log import ClaimLog, StreamSpec, connect
+from services.log import ClaimLog, connect
 from services.runtime.embedded import EmbeddedNats
 from tests.faults.harness import (
     CleanReplay,
     checkpoint,
     checksums,
+    log_spec,
     migrated,
     publish_workload,
     start_projector,
@@ -80,9 +81,9 @@ async def test_a_projector_whose_postgresql_restarts_mid_ingest_resumes_at_its_c
             resumed = checkpoint(engine)  # what the database kept: the projector goes on from here
             assert projector.poll() is None, "the projector exited while its database was down"
             stops.append((mode, at, resumed, down))
-        head = await ClaimLog(nc, StreamSpec("CLAIMS")).head()
+        head = await ClaimLog(nc, log_spec()).head()
         assert all(resumed < head for _, _, resumed, _ in stops), f"an outage came after the ingest: {stops}"
-        clean = CleanReplay(ClaimLog(nc, StreamSpec("CLAIMS")), clean_engine, name="clean-replay")
+        clean = CleanReplay(ClaimLog(nc, log_spec()), clean_engine, name="clean-replay")
         expected, _ = await asyncio.gather(
             clean.to(head), wait_for_checkpoint(engine, beyond=head - 1, timeout=90, process=projector)
         )

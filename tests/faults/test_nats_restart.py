@@ -25,13 +25,20 @@ from services.log import (
     LogError,
     PublishError,
     StoredEvent,
-    StreamSpec,
     append,
     connect,
 )
 from services.runtime.embedded import EmbeddedNats
 from tests.faults.conftest import sqlite_url
-from tests.faults.harness import CleanReplay, checksums, migrated, start_projector, stop, wait_for_checkpoint
+from tests.faults.harness import (
+    CleanReplay,
+    checksums,
+    log_spec,
+    migrated,
+    start_projector,
+    stop,
+    wait_for_checkpoint,
+)
 
 PRODUCERS = 4
 CLAIMS_PER_PRODUCER = 30
@@ -60,7 +67,7 @@ async def append_until_acknowledged(
     while True:
         try:
             return await append(
-                nc, "CLAIMS", claim_id, events, expected_seq=head[0], prev_hash=head[1], timeout=1.5
+                nc, "CLAIMS", claim_id, events, expected_seq=head[0], prev_hash=head[1], timeout=1.5, layout=log_spec().layout
             )
         except ConflictError:
             raise  # only a genuine second writer conflicts: a retry of our own append is reported as a duplicate
@@ -118,7 +125,7 @@ async def test_after_nats_server_is_killed_mid_stream_every_acknowledged_event_i
     admin_url = server.start()
     server.port = int(server.url.rsplit(":", 1)[1])  # restarts listen where every client reconnects
     nc = await connect(admin_url, name="faults-checker")
-    claim_log = ClaimLog(nc, StreamSpec("CLAIMS"))
+    claim_log = ClaimLog(nc, log_spec())
     await claim_log.ensure()
     database = sqlite_url(tmp_path, "live.sqlite3")
     engine, clean_engine = migrated(database), migrated(sqlite_url(tmp_path, "clean.sqlite3"))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, select
 
-from events.subjects import DEFAULT_LAYOUT, claim_of
+from events.subjects import claim_of
 from projections.tables import claim_pages, metadata, parked_events
 from services.log import ClaimLog
 from tests.faults.conftest import PostgresTarget, PublishedLog, sqlite_url
@@ -29,6 +29,7 @@ from tests.faults.harness import (
     CleanReplay,
     checkpoint,
     checksums,
+    log_spec,
     migrated,
     start_projector,
     stop,
@@ -90,6 +91,7 @@ def cli(url: str, nats_url: str, *args: str) -> subprocess.CompletedProcess[str]
         **os.environ,
         "CLAIMLOG_DATABASE_URL": url,
         "CLAIMLOG_NATS_URL": nats_url,
+        "CLAIMLOG_PARTITIONS": "0",  # the scenarios' log (harness.log_spec)
         "PYTHONPATH": str(ROOT),
         "COLUMNS": "250",
     }
@@ -149,7 +151,7 @@ async def poison_then_retry(
     assert [r["reason"] for r in rows] == [reason] + [f"claim parked after seq {withdrawal}"] * (
         len(held) - 1
     )
-    assert all(r["subject"] == DEFAULT_LAYOUT.stored_subject(poisoned, r["event_type"]) for r in rows)
+    assert all(r["subject"] == log_spec().layout.stored_subject(poisoned, r["event_type"]) for r in rows)
     logged = projector_log.read_text()
     assert f"parked claim {poisoned} at sequence {withdrawal} ({POISONED_TYPE})" in logged, logged[-3000:]
     report(

@@ -1,8 +1,6 @@
-"""The projector as several shares of the claims, on one database (SQLite and PostgreSQL).
-
-The share processes themselves (``claimlog projector`` with CLAIMLOG_PROJECTOR_SHARES) are run and
-killed in tests/faults/test_projector_shares.py; here the shares' projectors run side by side in one
-process, which is what the database and the log see of them.
+"""Shares of the claims on one database (SQLite and PostgreSQL): projectors folding the claims whose
+id hashes to them while reading the whole log, side by side in one process, and the checkpoints they
+leave levelled and divided anew (services/projector/shares.py, services/projector/positions.py).
 """
 
 from __future__ import annotations
@@ -114,7 +112,7 @@ async def test_shares_at_different_positions_are_levelled_before_another_number_
     for claim_id in claims:
         await append_history(claim_log, claim_id, [withdrawn(claim_id, "s3")])
     await share(claim_log, engine, 1).run_until(await claim_log.head())  # share 0 stays behind
-    with pytest.raises(RuntimeError, match=r"written by 2 shares .* different positions .*CLAIMLOG_PROJECTOR_SHARES=2"):
+    with pytest.raises(RuntimeError, match=r"written by 2 shares .* different positions .*`claimlog projector` bring them to one"):
         await project_all(claim_log, engine)
     await level(claim_log, engine, shares=1, name="projector", batch=5)
     for k in range(SHARES):  # nothing reads the old shares' consumers again

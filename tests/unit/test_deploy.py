@@ -73,6 +73,13 @@ def test_the_nodes_mount_their_own_key_only_and_the_services_trust_the_authority
         assert not any(".key" in volume for volume in services[name]["volumes"])
 
 
+def test_the_projector_workers_scale_and_get_time_to_hand_over():
+    projector = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]["projector"]
+    assert projector["deploy"]["replicas"] == "${CLAIMLOG_WORKERS:-2}"
+    assert "CLAIMLOG_WORKER_NAME" not in projector["environment"]  # each container's host name tells them apart
+    assert projector["stop_grace_period"] == "30s"
+
+
 def test_a_cluster_node_does_not_start_without_every_password(tls_dir: Path, tmp_path: Path):
     config = checkable(DEPLOY / "nats" / "nats-1.conf", tls_dir, tmp_path)
     env = {k: v for k, v in {**os.environ, **PASSWORDS}.items() if k != password_variable("reader")}
