@@ -25,7 +25,7 @@ from services.cli import (
     status,
     timeline,
 )
-from services.cli.setup import console
+from services.cli.setup import console, settings_in_use
 
 app = typer.Typer(help="claimlog: the event-sourced registry of research claims.", no_args_is_help=True)
 for commands in (audit_io, replay, timeline, status, serve, ingest, db, schema, actors, keys, parked, certs, backup):
@@ -40,7 +40,7 @@ def main() -> None:
     try:
         app()
     except Exception as error:
-        message = explain(error)
+        message = explain(error, settings_in_use())
         if message is None:
             raise  # a bug: its traceback is what helps
         console.print(f"[red]error:[/red] {escape(message)}", highlight=False)

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from services.cli.errors import no_claim
+from services.cli.setup import command_settings
 from services.runtime.compose import open_log, run
 from services.runtime.settings import Settings
 from services.timeline.as_of import is_claim_id
@@ -38,7 +39,7 @@ def verify(
     from services.audit.verify import Report
 
     report = Report()
-    run(_verify(Settings(), report, tables=not skip_tables))
+    run(_verify(command_settings(), report, tables=not skip_tables))
     if as_json:
         print(json.dumps(report.as_json(), indent=2))
     else:
@@ -105,7 +106,7 @@ def export(
     if claim is not None and not is_claim_id(claim):
         raise typer.BadParameter(f"{claim!r} is not a claim id: write it as CLM- and 4 to 12 digits, e.g. --claim CLM-0338",
                                  param_hint="--claim")
-    code = run(_export(Settings(), claim, out))
+    code = run(_export(command_settings(), claim, out))
     raise typer.Exit(code)
 
 
@@ -135,7 +136,7 @@ def import_(
     window: Annotated[int, typer.Option(min=1, max=4096, help="Events in flight at once.")] = 256,
 ) -> None:
     """Restore an export into an EMPTY stream, byte for byte; checks the whole file first and publishes nothing if it is bad."""
-    raise typer.Exit(run(_import(Settings(), file, window)))
+    raise typer.Exit(run(_import(command_settings(), file, window)))
 
 
 async def _import(settings: Settings, path: Path, window: int) -> int:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from services.cli.audit_io import _bar, _progress, console
+from services.cli.setup import command_settings
 from services.runtime.compose import nats_replicas, open_log, run
 from services.runtime.settings import Settings
 
@@ -20,7 +21,7 @@ def register(app: typer.Typer) -> None:
 
 def backup(directory: Annotated[Path, typer.Argument(help="A new (or empty) directory to write the backup to.")]) -> None:
     """Back up what no replay can rebuild: the log, the token store and every other bucket of the registry."""
-    raise typer.Exit(run(_backup(Settings(), directory)))
+    raise typer.Exit(run(_backup(command_settings(), directory)))
 
 
 async def _backup(settings: Settings, directory: Path) -> int:
@@ -46,7 +47,7 @@ def restore(
     directory: Annotated[Path, typer.Argument(help="A directory written by `claimlog backup`.", exists=True, file_okay=False)],
 ) -> None:
     """Restore a backup into a registry that holds nothing yet; checks it all first and writes nothing if it is bad."""
-    raise typer.Exit(run(_restore(Settings(), directory)))
+    raise typer.Exit(run(_restore(command_settings(), directory)))
 
 
 async def _restore(settings: Settings, directory: Path) -> int:

@@ -24,22 +24,24 @@ SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 EXPLAINED = (LogError, DatabaseNotReadyError, EmbeddedNatsError, GenerationError, ActorsUnavailable)
 
 
-def explain(error: BaseException) -> str | None:
-    """The message for ``error`` if a user can act on it; None for a bug."""
+def explain(error: BaseException, settings: Settings | None) -> str | None:
+    """The message for ``error`` if a user can act on it, given the settings the command ran with; None for a bug."""
     if isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        return explain(error.exceptions[0])
+        return explain(error.exceptions[0], settings)
     if isinstance(error, EXPLAINED):
         return str(error)
     if isinstance(error, ValidationError) and error.title == Settings.__name__:
         return settings_problems(error)
     if isinstance(error, DBAPIError):
-        return _database_problem(error)
+        return _database_problem(error, settings)
     return None
 
 
-def _database_problem(error: DBAPIError) -> str | None:
+def _database_problem(error: DBAPIError, settings: Settings | None) -> str | None:
+    if settings is None:  # no command read its settings, so none opened a database: not a user's error
+        return None
     try:
-        url = make_url(Settings().resolved_database_url())
+        url = make_url(settings.resolved_database_url())
     except Exception:  # noqa: BLE001 - settings that do not read: their own error is the one to show
         return None
     where = url.render_as_string(hide_password=True)

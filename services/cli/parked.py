@@ -8,6 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from services.cli.setup import command_settings
 from services.projector.parking import parked_rows
 from services.projector.retry import retry_parked
 from services.rebuild.generations import Generations
@@ -32,7 +33,7 @@ def parked(
     """Parked events in log order (sequence, claim, type, reason); exits 1 when there are any."""
     if ctx.invoked_subcommand is not None:
         return
-    generations = Generations(Settings().resolved_database_url())
+    generations = Generations(command_settings().resolved_database_url())
     try:
         with generations.active()[1].connect() as conn:
             rows = parked_rows(conn, claim_id=claim, limit=limit)
@@ -49,7 +50,7 @@ def parked(
 def retry(claim: Annotated[str | None, typer.Argument(help="The claim to retry (default: every parked claim).")] = None) -> None:
     """Apply parked events in log order through the projections (after the fix is deployed), one transaction
     per claim, and unpark them; a claim whose event still fails is left as it was. Exits 1 if any still fails."""
-    settings = Settings()
+    settings = command_settings()
     generations = Generations(settings.resolved_database_url())
     try:
         results = run(_retry(settings, generations.active()[1], claim))

@@ -17,6 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from services.cli.setup import command_settings
 from services.rebuild.diff import Diff
 from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_generation
@@ -51,7 +52,7 @@ def replay(
             chosen_projections(projection)
         except ValueError as error:
             raise typer.BadParameter(str(error), param_hint="--projection") from None
-    settings = Settings()
+    settings = command_settings()
     generations = Generations(settings.resolved_database_url())
     try:
         if status:

@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 
 from events import EVENT_TYPES, ActorKind
 from services.cli.errors import claim_key, no_claim
+from services.cli.setup import command_settings
 from services.ingest.page_format import caveats
 from services.runtime.compose import open_log, run
 from services.runtime.db import DatabaseNotReadyError
@@ -43,7 +44,7 @@ def show(
         point = parse_as_of(None if as_of_seq is None else str(as_of_seq), as_of)
     except BadAsOf as error:
         raise typer.BadParameter(str(error).replace("as_of_seq", "--as-of-seq").replace("as_of", "--as-of")) from None
-    doc = run(_page_json(Settings(), claim_key(claim), point))
+    doc = run(_page_json(command_settings(), claim_key(claim), point))
     if doc is None:
         console.print(f"[red]{escape(no_claim(claim, point))}[/red]")
         raise typer.Exit(1)
@@ -65,7 +66,7 @@ def history(
     unknown = sorted(set(type_ or []) - set(EVENT_TYPES))
     if unknown:
         raise typer.BadParameter(f"no event type {', '.join(unknown)}; types are {', '.join(EVENT_TYPES)}")
-    entries = run(_history(Settings(), claim_key(claim)))
+    entries = run(_history(command_settings(), claim_key(claim)))
     if entries is None:
         console.print(f"[red]{escape(no_claim(claim))}[/red]")
         raise typer.Exit(1)

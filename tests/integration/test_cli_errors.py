@@ -26,6 +26,7 @@ from services.cli.errors import explain
 from services.log import LogError, connect
 from services.log.servers import ErrorLog
 from services.runtime.db import make_engine
+from services.runtime.settings import Settings
 
 RETRYING_SECONDS = 1.5  # several reconnect attempts, well within the quiet time between repeats
 SAMPLES = Path(__file__).resolve().parents[2] / "services" / "ingest" / "samples"
@@ -173,13 +174,14 @@ def test_a_database_server_that_is_not_there_is_named(tmp_path: Path):
 
 def test_an_error_nobody_can_act_on_is_left_to_its_traceback(engine, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("CLAIMLOG_DATABASE_URL", engine.url.render_as_string(hide_password=False))
-    assert explain(ValueError("a bug")) is None
+    settings = Settings()
+    assert explain(ValueError("a bug"), settings) is None
     with pytest.raises(DBAPIError) as bad_sql, make_engine(str(engine.url)).connect() as conn:
         conn.execute(text("SELECT claim_id FROM claim_pages WHERE"))
-    assert explain(bad_sql.value) is None
+    assert explain(bad_sql.value, settings) is None
     with pytest.raises(DBAPIError) as missing, engine.connect() as conn:
         conn.execute(text("SELECT * FROM no_such_read_model"))
-    assert "no claimlog tables" in explain(missing.value)
+    assert "no claimlog tables" in explain(missing.value, settings)
 
 
 def said(done: subprocess.CompletedProcess[str], code: int) -> str:

@@ -1,5 +1,10 @@
 """One composition root per process: what a process serves with is built at its entry and handed down.
 
+``Settings`` are read from the environment at a process's entry only: a ``claimlog`` command in
+``services/cli/setup.py`` (the API and the projector it starts get them from there), and a share of a
+parallel rebuild, a process of its own that gets its parent's settings as fields. Everything below takes
+them as an argument, so one process never runs on two readings of its environment.
+
 The API's services live in one typed ``ApiState`` (``services/read_api/state.py``); routes take it as a
 dependency, so no other module reads untyped attributes off ``app.state``.
 """
@@ -11,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 STATE_MODULE = Path("services/read_api/state.py")
+SETTINGS_ROOTS = {Path("services/cli/setup.py"), Path("services/projector/shares.py")}
 
 
 def sources() -> list[tuple[Path, ast.Module]]:
@@ -36,3 +42,23 @@ def test_only_the_state_module_touches_app_state():
 def test_the_scan_sees_app_state():
     assert touches_app_state(ast.parse("x = request.app.state.engine\napp.state.api = 1\n")) == [1, 2]
     assert touches_app_state(ast.parse("x = request.state\nstate = api_state(app)\n")) == []
+
+
+def builds_settings(tree: ast.Module) -> list[int]:
+    """Lines that call ``Settings(...)``."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and ((isinstance(node.func, ast.Name) and node.func.id == "Settings") or (isinstance(node.func, ast.Attribute) and node.func.attr == "Settings"))
+    ]
+
+
+def test_settings_are_built_only_at_a_process_entry():
+    offenders = {str(path): lines for path, tree in sources() if path not in SETTINGS_ROOTS and (lines := builds_settings(tree))}
+    assert not offenders, f"Settings() is built outside the composition roots {sorted(map(str, SETTINGS_ROOTS))} (take them as an argument): {offenders}"
+    assert all(builds_settings(tree) for path, tree in sources() if path in SETTINGS_ROOTS), "a composition root no longer builds settings: update SETTINGS_ROOTS"
+
+
+def test_the_scan_sees_settings_built():
+    assert builds_settings(ast.parse("s = Settings()\nt = settings.Settings(x=1)\nu = Settings\n")) == [1, 2]
