@@ -1,9 +1,8 @@
 """One composition root per process: what a process serves with is built at its entry and handed down.
 
-``Settings`` are read from the environment at a process's entry only: a ``claimlog`` command in
-``services/cli/setup.py`` (the API and the projector it starts get them from there), and a share of a
-parallel rebuild, a process of its own that gets its parent's settings as fields. Everything below takes
-them as an argument, so one process never runs on two readings of its environment.
+``Settings`` are read from the environment at a process's entry only: a ``claimlog`` command, in
+``services/cli/setup.py`` (the API, the projector and the workers it starts get them from there).
+Everything below takes them as an argument, so one process never runs on two readings of its environment.
 
 The API's services live in one typed ``ApiState`` (``services/read_api/state.py``); routes take it as a
 dependency, so no other module reads untyped attributes off ``app.state``.
@@ -16,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 STATE_MODULE = Path("services/read_api/state.py")
-SETTINGS_ROOTS = {Path("services/cli/setup.py"), Path("services/projector/shares.py")}
+SETTINGS_ROOTS = {Path("services/cli/setup.py")}
 
 
 def sources() -> list[tuple[Path, ast.Module]]:
