@@ -28,7 +28,14 @@ from nats.js.errors import (
 )
 from nats.js.kv import KeyValue
 
-BUCKET = "claimlog-leases"
+from events.subjects import DEFAULT_STREAM
+
+BUCKET = "claimlog-leases"  # the default registry's; another stream's registry has its own (``leases_bucket``)
+
+
+def leases_bucket(stream: str = DEFAULT_STREAM) -> str:
+    """The leases bucket of the registry on ``stream``: workers of registries sharing a server never meet."""
+    return BUCKET if stream == DEFAULT_STREAM else f"{BUCKET}_{stream}"
 
 
 def weight(worker: str, partition: int) -> int:
@@ -66,19 +73,19 @@ class Leases:
         self._kv, self.worker = kv, worker
 
     @classmethod
-    async def open(cls, js: JetStreamContext, worker: str, *, ttl: float, replicas: int = 1) -> Leases:
+    async def open(cls, js: JetStreamContext, worker: str, *, ttl: float, replicas: int = 1, bucket: str = BUCKET) -> Leases:
         """The bucket (made when missing, with entries living ``ttl`` seconds) as seen by ``worker``;
         a bucket made with another lease time is refused (a worker would renew too late or too often)."""
-        kept = await bucket_ttl(js)
+        kept = await bucket_ttl(js, bucket)
         if kept is None:
-            return cls(await ensure_bucket(js, ttl=ttl, replicas=replicas), worker)
+            return cls(await ensure_bucket(js, ttl=ttl, replicas=replicas, bucket=bucket), worker)
         if kept != ttl:
             raise LeaseConfigError(
-                f"the leases bucket {BUCKET} keeps a lease {kept:g}s, but CLAIMLOG_LEASE_SECONDS is {ttl:g}: give every "
+                f"the leases bucket {bucket} keeps a lease {kept:g}s, but CLAIMLOG_LEASE_SECONDS is {ttl:g}: give every "
                 f"worker the same setting, and let `claimlog up` or the deploy's stream service (as admin, with the new "
                 "setting) change the bucket"
             )
-        return cls(await js.key_value(BUCKET), worker)
+        return cls(await js.key_value(bucket), worker)
 
     async def announce(self) -> None:
         """Say this worker is alive (again within the bucket's ttl, or it counts as gone)."""
@@ -140,29 +147,29 @@ class Leases:
         return held
 
 
-async def ensure_bucket(js: JetStreamContext, *, ttl: float, replicas: int = 1) -> KeyValue:
+async def ensure_bucket(js: JetStreamContext, *, ttl: float, replicas: int = 1, bucket: str = BUCKET) -> KeyValue:
     """The leases bucket, made when missing; entries live ``ttl`` seconds (CLAIMLOG_LEASE_SECONDS), set
     again when the bucket was made with another lease time (``claimlog up`` and the deploy's stream
     service do this as admin; a projector may read and write the bucket, not make or change it)."""
     try:
-        kv = await js.key_value(BUCKET)
+        kv = await js.key_value(bucket)
     except (BucketNotFoundError, NotFoundError):
         config = KeyValueConfig(
-            bucket=BUCKET, history=1, ttl=ttl, storage=StorageType.FILE, replicas=replicas,
+            bucket=bucket, history=1, ttl=ttl, storage=StorageType.FILE, replicas=replicas,
             description="claimlog projector workers and the partitions each folds",
         )
         return await js.create_key_value(config)
-    info = await js.stream_info(f"KV_{BUCKET}")
+    info = await js.stream_info(f"KV_{bucket}")
     if info.config.max_age != ttl:
         window = min(info.config.duplicate_window or ttl, ttl)  # the server refuses a window longer than the entries live
         await js.update_stream(replace(info.config, max_age=ttl, duplicate_window=window))
     return kv
 
 
-async def bucket_ttl(js: JetStreamContext) -> float | None:
+async def bucket_ttl(js: JetStreamContext, bucket: str = BUCKET) -> float | None:
     """How long the leases bucket keeps an entry not written again (the lease time), or ``None`` when it is not made yet."""
     try:
-        info = await js.stream_info(f"KV_{BUCKET}")
+        info = await js.stream_info(f"KV_{bucket}")
     except NotFoundError:
         return None
     return info.config.max_age

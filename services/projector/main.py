@@ -18,7 +18,7 @@ from sqlalchemy import Engine
 from projections.registry import build_projections
 from services.log import ClaimLog, LogError
 from services.log.servers import ErrorLog, connect, inbox_prefix, split_credentials
-from services.projector.leases import Leases
+from services.projector.leases import Leases, leases_bucket
 from services.projector.live import Projector
 from services.projector.shares import level
 from services.projector.worker import Worker
@@ -106,7 +106,10 @@ class ProjectorService:
     async def _work(self, claim_log: ClaimLog, generations: Generations) -> None:
         """Run as one of the workers dividing the partitions (alone, it folds every one)."""
         name = self.settings.resolved_worker_name()
-        leases = await Leases.open(claim_log.nc.jetstream(), name, ttl=self.settings.lease_seconds, replicas=self.settings.nats_replicas)
+        leases = await Leases.open(
+            claim_log.nc.jetstream(), name, ttl=self.settings.lease_seconds, replicas=self.settings.nats_replicas,
+            bucket=leases_bucket(claim_log.stream),
+        )
         worker = Worker(
             claim_log, leases, self.engine, build_projections,
             consumer_prefix=self.settings.projector_name, batch=self.settings.projector_batch,

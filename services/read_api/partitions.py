@@ -19,7 +19,7 @@ from sqlalchemy import Engine, func, select
 
 from projections.tables import checkpoints
 from services.log import ClaimLog
-from services.projector.leases import BUCKET, Leases
+from services.projector.leases import Leases, leases_bucket
 from services.read_api.lag import HEAD_TIMEOUT, first_in_partition, seconds_since
 
 
@@ -42,7 +42,7 @@ async def leases_of(claim_log: ClaimLog, partitions: int) -> tuple[dict[int, tup
     """Who holds each partition's live lease at which epoch, and the live workers (none without the bucket)."""
     js = claim_log.nc.jetstream(timeout=HEAD_TIMEOUT)
     try:
-        kv = await js.key_value(BUCKET)
+        kv = await js.key_value(leases_bucket(claim_log.stream))
     except (BucketNotFoundError, NotFoundError):
         return {}, []
     leases = Leases(kv, "")

@@ -20,8 +20,8 @@ from services.log import ClaimLog, LogConfigError, NatsTls, StreamSpec, connect
 from services.log.durability import warn_if_server_not_synced
 from services.log.replication import ensure_bucket_replicas
 from services.log.signing import Signer
-from services.projector.leases import BUCKET as LEASES_BUCKET
 from services.projector.leases import ensure_bucket as ensure_leases
+from services.projector.leases import leases_bucket
 from services.runtime.cluster import LocalCluster, cluster_nodes
 from services.runtime.embedded import EmbeddedNats, running_url
 from services.runtime.local_ca import local_ca_file
@@ -30,7 +30,6 @@ from services.runtime.settings import Settings
 log = logging.getLogger(__name__)
 # Every key-value bucket claimlog keeps beside the log, raised to CLAIMLOG_NATS_REPLICAS at start-up.
 # (The token store's bucket is the stream's own: ``actors_bucket``.)
-KEPT_BUCKETS = {LEASES_BUCKET: "the projector's partition leases"}
 T = TypeVar("T")
 
 
@@ -154,13 +153,15 @@ async def ensure_log(settings: Settings) -> None:
     """Create or verify the stream, and the replicas of the token store, as admin (``claimlog up``, ``claimlog ingest`` on the embedded default, and the
     deploy's one-shot ``stream`` service)."""
     async with open_log(settings, client_name="claimlog-stream", role="admin") as claim_log:
-        buckets = {**KEPT_BUCKETS, actors_bucket(claim_log.stream): "the token store", keys_bucket(claim_log.stream): "the key registry"}
+        buckets = {leases_bucket(claim_log.stream): "the projector's partition leases", actors_bucket(claim_log.stream): "the token store", keys_bucket(claim_log.stream): "the key registry"}
         for kind in (SLUGS, RATES):  # the writers share them but may not create them
             await open_bucket(claim_log.nc, kind, stream=claim_log.stream, replicas=claim_log.spec.replicas)
             buckets[bucket_name(kind, claim_log.stream)] = DESCRIPTIONS[kind]
         await ensure_bucket_replicas(claim_log.nc, buckets, claim_log.spec.replicas)
         if claim_log.layout.partitioned:  # the workers' leases, with the lease time of CLAIMLOG_LEASE_SECONDS
-            await ensure_leases(claim_log.nc.jetstream(), ttl=settings.lease_seconds, replicas=claim_log.spec.replicas)
+            await ensure_leases(
+                claim_log.nc.jetstream(), ttl=settings.lease_seconds, replicas=claim_log.spec.replicas, bucket=leases_bucket(claim_log.stream)
+            )
         if settings.nats_url:  # a server claimlog did not configure: ask it (as admin, once) whether it syncs
             await warn_if_server_not_synced(claim_log.nc)
 

@@ -18,7 +18,7 @@ from services.actors import actors_bucket
 from services.commands.shared_state import RATES, SLUGS, bucket_name
 from services.keys import keys_bucket
 from services.log.servers import inbox_prefix
-from services.projector.leases import BUCKET as LEASES_BUCKET
+from services.projector.leases import leases_bucket
 from services.projector.notices import notice_subject
 
 ROLES = ("admin", "writer", "projector", "reader")
@@ -63,11 +63,11 @@ def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Per
         # ... and keeps the buckets all API processes share: slugs' owners and the rate limit.
         "writer": _own_replies(user_name("writer", stream), (events, f"{api}.INFO", *read_log, *_reads(f"KV_{actors_bucket(stream)}"),
                                           *(s for kind in (SLUGS, RATES) for s in _keeps(bucket_name(kind, stream))),
-                                          *_sees_leases()),
+                                          *_sees_leases(stream)),
                                also=(notice_subject(stream),)),
         # A projector worker also keeps its leases: reads, compare-and-set writes and a key listing.
-        "projector": _own_replies(user_name("projector", stream), (*read_log, *consume, notice_subject(stream), *_kv_leases())),
-        "reader": _own_replies(user_name("reader", stream), (*read_log, *_sees_leases()), also=(notice_subject(stream),)),
+        "projector": _own_replies(user_name("projector", stream), (*read_log, *consume, notice_subject(stream), *_kv_leases(stream))),
+        "reader": _own_replies(user_name("reader", stream), (*read_log, *_sees_leases(stream)), also=(notice_subject(stream),)),
     }
 
 
@@ -87,18 +87,19 @@ def _keeps(bucket: str) -> tuple[str, ...]:
     return (f"$KV.{bucket}.>", *_reads(f"KV_{bucket}"))
 
 
-def _kv_leases() -> tuple[str, ...]:
+def _kv_leases(stream: str) -> tuple[str, ...]:
     """Keep the partition leases (``services/projector/leases.py``) and list their keys (an ordered
     consumer of the bucket's stream); admin makes the bucket."""
-    api, kv = "$JS.API", f"KV_{LEASES_BUCKET}"
+    bucket = leases_bucket(stream)
+    api, kv = "$JS.API", f"KV_{bucket}"
     listing = tuple(f"{api}.CONSUMER.{verb}.{kv}.>" for verb in ("CREATE", "INFO", "DELETE"))
-    return (*_keeps(LEASES_BUCKET), f"{api}.CONSUMER.CREATE.{kv}", *listing)
+    return (*_keeps(bucket), f"{api}.CONSUMER.CREATE.{kv}", *listing)
 
 
-def _sees_leases() -> tuple[str, ...]:
+def _sees_leases(stream: str) -> tuple[str, ...]:
     """Read the partition leases and list their keys, changing nothing: the API's health report names
     each worker and the partitions it holds (``services/read_api/partitions.py``)."""
-    api, kv = "$JS.API", f"KV_{LEASES_BUCKET}"
+    api, kv = "$JS.API", f"KV_{leases_bucket(stream)}"
     return (*_reads(kv), f"{api}.CONSUMER.CREATE.{kv}", f"{api}.CONSUMER.CREATE.{kv}.>", f"{api}.CONSUMER.INFO.{kv}.>", f"{api}.CONSUMER.DELETE.{kv}.>")
 
 

@@ -6,7 +6,7 @@ import asyncio
 from collections import Counter
 
 from services.log.servers import connect
-from services.projector.leases import Leases, owner_of, wanted
+from services.projector.leases import BUCKET, Leases, leases_bucket, owner_of, wanted
 
 TTL = 1.0
 
@@ -54,5 +54,19 @@ async def test_a_lease_given_back_is_taken_at_once_and_workers_are_live_while_th
         assert await second.workers() == ["second"]
         await asyncio.sleep(TTL * 1.5)
         assert await second.workers() == []
+    finally:
+        await nc.close()
+
+
+async def test_workers_of_registries_sharing_a_server_keep_their_leases_apart(nats_url: str):
+    assert leases_bucket() == BUCKET and leases_bucket("OTHER") != BUCKET
+    nc = await connect(nats_url)
+    try:
+        ours = await Leases.open(nc.jetstream(), "ours", ttl=TTL)
+        theirs = await Leases.open(nc.jetstream(), "theirs", ttl=TTL, bucket=leases_bucket("OTHER"))
+        await ours.announce()
+        await theirs.announce()
+        assert await ours.take(0) is not None and await theirs.take(0) is not None
+        assert await ours.workers() == ["ours"] and await theirs.workers() == ["theirs"]
     finally:
         await nc.close()
