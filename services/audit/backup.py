@@ -8,8 +8,10 @@ A backup directory holds:
   registry's key-value buckets (the token store ``claimlog_actors``, and every other ``claimlog_<name>``
   bucket of the registry, such as its key registry) with the bucket's config and state: every
   revision, deleted ones too, at its sequence and time;
+- ``keys/``: copies of private key files named to it (the process's CLAIMLOG_SIGNING_KEY, and any other
+  ``--key``), each with the path it came from, put back there by a restore where it is missing;
 - ``manifest.json``, written last: the registry (stream, subject prefix, partitions), the head of the
-  log, the buckets, and when. A directory without it is an unfinished backup and is not restored.
+  log, the buckets, the keys, and when. A directory without it is an unfinished backup and is not restored.
 
 Not kept: the read models (a replay rebuilds them), the partition leases (``claimlog-leases``: which
 worker holds which partition, each for seconds; restored, they would name workers that are gone, and
@@ -35,6 +37,7 @@ FORMAT = 1
 MANIFEST = "manifest.json"
 LOG_FILE = "log.jsonl"
 BUCKETS_DIR = "buckets"
+KEYS_DIR = "keys"
 KV_PREFIX = "KV_"
 Progress = Callable[[int], None]
 
@@ -50,6 +53,7 @@ class Backup:
     events: int
     head: int
     buckets: tuple[str, ...]
+    keys: tuple[str, ...] = ()
 
 
 def registry_buckets(bucket_names: list[str], stream: str) -> list[str]:
@@ -67,10 +71,12 @@ async def server_buckets(claim_log: ClaimLog) -> list[str]:
 
 
 async def backup(
-    claim_log: ClaimLog, directory: Path, *, log_progress: Progress | None = None, bucket_progress: Progress | None = None
+    claim_log: ClaimLog, directory: Path, *, key_files: list[Path] = (), log_progress: Progress | None = None,
+    bucket_progress: Progress | None = None,
 ) -> Backup:
-    """Write the registry's log and buckets to ``directory`` (new, or empty), made owner-only: it holds the
-    token hashes and the keys' registry."""
+    """Write the registry's log and buckets, and copies of ``key_files``, to ``directory`` (new, or empty),
+    made owner-only: it holds the token hashes, the keys' registry and private keys."""
+    keys = _check_keys(list(key_files))
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise BackupRefused(f"{directory} is not an empty directory: a backup goes into a new one")
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -85,6 +91,7 @@ async def backup(
                                      progress=bucket_progress)
         with _private(directory / BUCKETS_DIR / f"{bucket}.json") as out:
             json.dump(meta, out, indent=1)
+    kept_keys = _copy_keys(keys, directory)
     manifest = {
         "format": FORMAT,
         "stream": claim_log.stream,
@@ -93,11 +100,12 @@ async def backup(
         "events": events,
         "head": head,
         "buckets": buckets,
+        "keys": kept_keys,
         "made_at": datetime.datetime.now(datetime.UTC).isoformat(),
     }
     with _private(directory / MANIFEST) as out:
         json.dump(manifest, out, indent=1)
-    return Backup(events, head, tuple(buckets))
+    return Backup(events, head, tuple(buckets), tuple(key["path"] for key in kept_keys))
 
 
 def read_manifest(directory: Path) -> dict:
@@ -110,8 +118,9 @@ def read_manifest(directory: Path) -> dict:
         raise BackupRefused(f"{directory / MANIFEST} is not JSON ({error})") from None
     if manifest.get("format") != FORMAT:
         raise BackupRefused(f"{directory / MANIFEST}: format {manifest.get('format')!r}, this claimlog reads format {FORMAT}")
-    missing = [p for p in [LOG_FILE, *(f"{BUCKETS_DIR}/{b}.{x}" for b in manifest["buckets"] for x in ("json", "snapshot"))]
-               if not (directory / p).is_file()]
+    named = [LOG_FILE, *(f"{BUCKETS_DIR}/{b}.{x}" for b in manifest["buckets"] for x in ("json", "snapshot")),
+             *(key["file"] for key in manifest.get("keys", []))]
+    missing = [p for p in named if not (directory / p).is_file()]
     if missing:
         raise BackupRefused(f"{directory} misses {', '.join(missing)}: the backup is incomplete")
     return manifest
@@ -132,6 +141,7 @@ async def restore(
             f"restore it with CLAIMLOG_STREAM={manifest['stream']}"
         )
     events = sum(1 for _ in read_export(directory / LOG_FILE))  # every line checked (its hash too) before writing
+    keys = _keys_to_restore(directory, manifest)
     if await claim_log.head():
         raise ImportRefused(f"stream {claim_log.stream} is not empty: a backup restores into an empty registry only")
     existing = set(await server_buckets(claim_log))
@@ -147,17 +157,53 @@ async def restore(
         await restore_stream(claim_log.nc, meta, directory / BUCKETS_DIR / f"{bucket}.snapshot", progress=bucket_progress)
     if events:
         await import_file(claim_log, directory / LOG_FILE, progress=log_progress)
-    return Backup(events, manifest["head"], tuple(manifest["buckets"]))
+    for path, data in keys:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with _private(path, binary=True) as out:
+            out.write(data)
+    return Backup(events, manifest["head"], tuple(manifest["buckets"]), tuple(str(path) for path, _ in keys))
+
+
+def _check_keys(key_files: list[Path]) -> list[Path]:
+    keys = [path.resolve() for path in key_files]
+    for path in keys:
+        if not path.is_file():
+            raise BackupRefused(f"key file {path} is not there (CLAIMLOG_SIGNING_KEY or --key): nothing was written")
+    return list(dict.fromkeys(keys))
+
+
+def _copy_keys(keys: list[Path], directory: Path) -> list[dict]:
+    (directory / KEYS_DIR).mkdir(mode=0o700)
+    kept = []
+    for number, path in enumerate(keys, start=1):
+        name = f"{KEYS_DIR}/{number}-{path.name}"
+        with _private(directory / name, binary=True) as out:
+            out.write(path.read_bytes())
+        kept.append({"path": str(path), "file": name})
+    return kept
+
+
+def _keys_to_restore(directory: Path, manifest: dict) -> list[tuple[Path, bytes]]:
+    """The backed-up key files missing at their paths; a different file at a key's path stops the restore."""
+    missing = []
+    for key in manifest.get("keys", []):
+        path, data = Path(key["path"]), (directory / key["file"]).read_bytes()
+        if not path.exists():
+            missing.append((path, data))
+        elif path.read_bytes() != data:
+            raise BackupRefused(f"{path} holds another key than the backup's {key['file']}: move it away to restore the backup's")
+    return missing
 
 
 class _private:
     """A file opened for writing, readable by its owner only from its first byte."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, *, binary: bool = False) -> None:
+        self.path, self.binary = path, binary
 
     def __enter__(self):
-        self.file = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8")
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        self.file = os.fdopen(fd, "wb") if self.binary else os.fdopen(fd, "w", encoding="utf-8")
         return self.file
 
     def __exit__(self, *exc: object) -> None:

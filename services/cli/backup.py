@@ -19,12 +19,15 @@ def register(app: typer.Typer) -> None:
     app.command("restore")(restore)
 
 
-def backup(directory: Annotated[Path, typer.Argument(help="A new (or empty) directory to write the backup to.")]) -> None:
-    """Back up what no replay can rebuild: the log, the token store and every other bucket of the registry."""
-    raise typer.Exit(run(_backup(command_settings(), directory)))
+def backup(
+    directory: Annotated[Path, typer.Argument(help="A new (or empty) directory to write the backup to.")],
+    key: Annotated[list[Path] | None, typer.Option(help="A private key file to keep too (repeatable); CLAIMLOG_SIGNING_KEY always is.")] = None,
+) -> None:
+    """Back up what no replay can rebuild: the log, the token store and every other bucket of the registry, and key files."""
+    raise typer.Exit(run(_backup(command_settings(), directory, key or [])))
 
 
-async def _backup(settings: Settings, directory: Path) -> int:
+async def _backup(settings: Settings, directory: Path, keys: list[Path]) -> int:
     from services.audit.backup import BackupRefused
     from services.audit.backup import backup as write_backup
 
@@ -33,13 +36,13 @@ async def _backup(settings: Settings, directory: Path) -> int:
         try:
             with _progress() as progress:
                 made = await write_backup(
-                    claim_log, directory, log_progress=_bar(progress, "log", head), bucket_progress=_bar(progress, "buckets (bytes)", None)
+                    claim_log, directory, key_files=[*([settings.signing_key] if settings.signing_key else []), *keys], log_progress=_bar(progress, "log", head), bucket_progress=_bar(progress, "buckets (bytes)", None)
                 )
         except BackupRefused as error:
             console.print(f"[red]refused[/red]: {error}", highlight=False)
             return 1
     console.print(f"backed up {made.events} events (through sequence {made.head}) and the buckets "
-                  f"{', '.join(made.buckets) or '(none)'} to {directory}", highlight=False)
+                  f"{', '.join(made.buckets) or '(none)'}{_keys(made.keys)} to {directory}", highlight=False)
     return 0
 
 
@@ -74,6 +77,10 @@ async def _restore(settings: Settings, directory: Path) -> int:
         except LogError as error:
             console.print(f"[red]restore failed[/red]: {error} (the stream now ends at {await claim_log.head()})")
             return 1
-    console.print(f"restored {restored.events} events and the buckets {', '.join(restored.buckets) or '(none)'} "
-                  f"from {directory}", highlight=False)
+    console.print(f"restored {restored.events} events and the buckets {', '.join(restored.buckets) or '(none)'}"
+                  f"{_keys(restored.keys)} from {directory}", highlight=False)
     return 0
+
+
+def _keys(paths: tuple[str, ...]) -> str:
+    return f", and the keys {', '.join(paths)}" if paths else ""

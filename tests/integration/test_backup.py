@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from sqlalchemy import Engine
 
 from projections.checksum import table_checksums
@@ -144,3 +146,39 @@ async def test_an_unfinished_or_altered_backup_restores_nothing(servers, tmp_pat
         assert await ClaimLog(nc, StreamSpec("CLAIMS")).head() == 0
     finally:
         await nc.close()
+
+
+@pytest.mark.private_nats
+async def test_key_files_are_kept_and_put_back_where_they_were_missing(servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    source, fresh = servers
+    nc = await connect(source.url_for("admin"))
+    try:
+        await ClaimLog(nc, StreamSpec("CLAIMS")).ensure()
+    finally:
+        await nc.close()
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    signing, other = keys / "api.pem", keys / "producer.pem"
+    for path in (signing, other):
+        path.write_bytes(Ed25519PrivateKey.generate().private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+        path.chmod(0o600)
+    absent = claimlog("backup", str(tmp_path / "none"), "--key", str(keys / "gone.pem"), nats_url=source.url_for("admin"), cwd=tmp_path)
+    assert absent.returncode == 1 and "gone.pem is not there" in absent.stderr and not (tmp_path / "none").exists()
+
+    backup = tmp_path / "backup"
+    with monkeypatch.context() as env:
+        env.setenv("CLAIMLOG_SIGNING_KEY", str(signing))
+        done = claimlog("backup", str(backup), "--key", str(other), nats_url=source.url_for("admin"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((backup / "manifest.json").read_text())
+    assert [key["path"] for key in manifest["keys"]] == [str(signing.resolve()), str(other.resolve())]
+    originals = {signing: signing.read_bytes(), other: other.read_bytes()}
+
+    signing.unlink()
+    other.write_bytes(b"a key made since")
+    clash = claimlog("restore", str(backup), nats_url=fresh.url_for("admin"), cwd=tmp_path)
+    assert clash.returncode == 1 and "holds another key" in clash.stderr and not signing.exists()
+    other.write_bytes(originals[other])
+    restored = claimlog("restore", str(backup), nats_url=fresh.url_for("admin"), cwd=tmp_path)
+    assert restored.returncode == 0, restored.stderr
+    assert signing.read_bytes() == originals[signing] and stat.S_IMODE(signing.stat().st_mode) == 0o600
