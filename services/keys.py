@@ -14,6 +14,8 @@ not forged, and still fold; an unsigned event after it is never folded. It is se
 
 from __future__ import annotations
 
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
 
 from nats.aio.client import Client
@@ -26,7 +28,7 @@ from events import Actor
 from events.envelope import utc_now
 from events.subjects import DEFAULT_STREAM
 from services.log.replication import ensure_bucket_replicas, placed
-from services.log.signing import Attribution, Signer, SigningKey, public_from_text, public_text
+from services.log.signing import SIGNER, Attribution, Signer, SigningKey, public_from_text, public_text
 
 BUCKET = "claimlog_keys"  # the default stream's; another stream's registry has a bucket of its own
 DOCUMENT = "keys"
@@ -179,3 +181,34 @@ async def load_attribution(nc: Client, *, stream: str = DEFAULT_STREAM) -> Attri
     """The registry's keys and requirement as a reader checks events with (no keys: nothing required)."""
     ring = await KeyRing.maybe_open(nc, stream=stream)
     return Attribution({}, None) if ring is None else await ring.attribution()
+
+
+class AttributionCache:
+    """The keys and requirement a projector checks events with, read again before a batch that needs it:
+    one naming a key not yet known, one holding an unsigned event while no requirement is known (it may
+    have been set since), or after ``REFRESH`` seconds (a key retired since). One read is one get."""
+
+    REFRESH = 5.0
+
+    def __init__(self, load: Callable[[], Awaitable[Attribution]]) -> None:
+        self._load = load
+        self._attribution: Attribution | None = None
+        self._loaded_at = 0.0
+
+    async def current(self, headers: Iterable[Mapping[str, str] | None]) -> Attribution:
+        attribution = self._attribution
+        if attribution is None or time.monotonic() - self._loaded_at > self.REFRESH or _news(attribution, headers):
+            self._attribution = attribution = await self._load()
+            self._loaded_at = time.monotonic()
+        return attribution
+
+
+def _news(attribution: Attribution, headers: Iterable[Mapping[str, str] | None]) -> bool:
+    for header in headers:
+        signer = header.get(SIGNER) if header else None
+        if signer is None:
+            if attribution.required_after is None:
+                return True
+        elif signer not in attribution.keys:
+            return True
+    return False

@@ -14,7 +14,9 @@ import nats.errors
 from events import UnknownEventError, decode
 from events.subjects import claim_of
 from projections.base import Record
+from services.keys import AttributionCache, load_attribution
 from services.log import ClaimLog, Delivery, DurableConsumer
+from services.log.signing import Attribution
 from services.projector.errors import NEVER_PARK, TRANSIENT, CannotIsolateError, FencingError
 from services.projector.notices import encode_notice, notice_subject
 from services.projector.writer import CheckpointedWriter, Entry, Refused
@@ -56,6 +58,14 @@ class Runner:
         # 0 for a runner that owns its whole scope.
         self.epoch = epoch
         self.announce = False  # send a commit notice after each commit (services/projector/notices.py)
+        self._keys = AttributionCache(self._load_attribution)
+
+    async def _load_attribution(self) -> Attribution:
+        # A rebuild's worker process is fed by another that read the keys once (services/rebuild/worker.py).
+        fixed = getattr(self._log, "attribution", None)
+        if isinstance(fixed, Attribution):
+            return fixed
+        return await load_attribution(self._log.nc, stream=self._log.stream)
 
     def load_checkpoint(self) -> int:
         """The last sequence every projection has applied in this projector's share, registering new
@@ -121,7 +131,8 @@ class Runner:
                     writing, done = None, writing
                     done.result()  # a batch that failed while nothing more arrived
                 if deliveries:
-                    decoded = self._decode(deliveries)
+                    attribution = await self._keys.current(d.headers for d in deliveries)
+                    decoded = self._decode(deliveries, attribution)
                     if writing is not None:
                         await writing  # raises what the previous batch failed with
                     writing = asyncio.create_task(self._apply(consumer, deliveries, decoded))
@@ -148,8 +159,8 @@ class Runner:
         """Whether the runner moved to another writer and must start again from its checkpoint."""
         return False
 
-    def _decode(self, deliveries: list[Delivery]) -> list[Entry]:
-        return to_entries(deliveries, share=self.scope.share, stop_at=self.scope.stop_at)
+    def _decode(self, deliveries: list[Delivery], attribution: Attribution) -> list[Entry]:
+        return to_entries(deliveries, share=self.scope.share, stop_at=self.scope.stop_at, attribution=attribution)
 
     async def _apply(self, consumer: DurableConsumer, deliveries: list[Delivery], entries: list[Entry]) -> None:
         """Commit a decoded batch with the checkpoint, then acknowledge it."""
@@ -174,9 +185,13 @@ class Runner:
         self.writer.forget()
 
 
-def to_entries(deliveries: Sequence[Delivery], *, share: tuple[int, int] = (0, 1), stop_at: int | None = None) -> list[Entry]:
+def to_entries(
+    deliveries: Sequence[Delivery], *, share: tuple[int, int] = (0, 1), stop_at: int | None = None, attribution: Attribution | None = None
+) -> list[Entry]:
     """A batch as the writer takes it: each event of the claims in ``share`` decoded, or why it cannot
-    be read; none after ``stop_at``. Needs no database, so it overlaps the previous commit."""
+    be read or attributed (``attribution``: services/log/signing.py; without it, none is required); none
+    after ``stop_at``. Needs no database, so it overlaps the previous commit."""
+    attribution = attribution or Attribution({}, None)
     part, parts = share
     entries = []
     for delivery in deliveries:
@@ -186,10 +201,24 @@ def to_entries(deliveries: Sequence[Delivery], *, share: tuple[int, int] = (0, 1
         if parts == 1 or claim_partition(delivery.subject, parts) == part:
             try:
                 record = Record(delivery.seq, delivery.stored_at, decode(delivery.data))
+                _attributable(delivery, record, attribution)
             except UnknownEventError as error:
                 record = error
         entries.append(Entry(delivery.seq, delivery.subject, record))
     return entries
+
+
+def _attributable(delivery: Delivery, record: Record, attribution: Attribution) -> None:
+    """Raise ``UnknownEventError`` with why when the event's subject names another claim or type than its
+    body, or nobody who may speak for its actor vouches for it; such an event is never folded."""
+    event, subject = record.event, delivery.subject
+    named, named_type = claim_of(subject), subject.rsplit(".", 1)[-1]
+    if named != event.claim_id or named_type != event.type:
+        raise UnknownEventError(f"its subject {subject} names a {named_type} of {named}, its body a {event.type} of {event.claim_id}")
+    try:
+        attribution.check(delivery.seq, delivery.headers, delivery.data, record.at, event.actor.id)
+    except ValueError as error:
+        raise UnknownEventError(f"not attributable: {error}") from None
 
 
 def claim_partition(subject: str, parts: int) -> int:

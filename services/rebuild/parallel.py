@@ -21,6 +21,7 @@ from multiprocessing.connection import Connection as PipeEnd
 from projections.registry import build_projections
 from projections.tables import checkpoints
 from services.log import ClaimLog, Delivery, NatsTls
+from services.log.signing import signature_headers
 from services.projector.runner import claim_partition
 from services.rebuild.bulk_build import drop_secondary, restore_secondary
 from services.rebuild.generations import Generations
@@ -178,7 +179,9 @@ def _split(batch: list[Delivery], parts: int) -> list[list[tuple]]:
     """A batch's events by share of the claims, as ``FedDelivery`` fields for a worker."""
     shares: list[list[tuple]] = [[] for _ in range(parts)]
     for delivery in batch:
-        shares[claim_partition(delivery.subject, parts)].append((delivery.seq, delivery.subject, delivery.data, *delivery.stamp()))
+        shares[claim_partition(delivery.subject, parts)].append(
+            (delivery.seq, delivery.subject, delivery.data, *delivery.stamp(), signature_headers(delivery.headers))
+        )
     last = batch[-1]
     for share in shares:
         if not share or share[-1][0] != last.seq:

@@ -19,8 +19,10 @@ from sqlalchemy import Engine
 
 from projections.registry import build_projections
 from projections.tables import CONTROL_TABLES, metadata
+from services.keys import load_attribution
 from services.log import ClaimLog, NatsTls, connect
 from services.log.reader import time_stored
+from services.log.signing import Attribution
 from services.projector.errors import CannotIsolateError
 from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
@@ -39,6 +41,7 @@ class FedDelivery:
     data: bytes
     stored_ns: int
     restored: str | None
+    headers: dict[str, str] | None = None  # its signature headers only (services/log/signing.py)
 
     @property
     def stored_at(self) -> datetime:
@@ -61,9 +64,10 @@ class PipeFeed:
 class _Fed:
     """What a worker's projector reads from: its shares as the reading process sends them."""
 
-    def __init__(self, feed: PipeFeed) -> None:
+    def __init__(self, feed: PipeFeed, attribution: Attribution) -> None:
         self._feed = feed
         self._ended = False
+        self.attribution = attribution  # read once by the process that started the rebuild
 
     def consumer(self, name: str, *, max_batch: int, partition: int | None = None) -> _Fed:
         return self
@@ -99,6 +103,15 @@ def partition_main(nats_url: str, spec, place: tuple[str, str | None], part: int
         feed.close()
 
 
+async def _attribution(nats_url: str, spec, part: int, tls: NatsTls | None) -> Attribution:
+    """The keys and requirement the worker checks events with, read once (the rebuild ends at a head)."""
+    nc = await connect(nats_url, name=f"claimlog-replay-p{part}", tls=tls)
+    try:
+        return await load_attribution(nc, stream=spec.name)
+    finally:
+        await nc.close()
+
+
 async def fold_partition(nats_url: str, spec, place, part: int, parts: int, head: int, name: str, counter, feed: PipeFeed, tls: NatsTls | None = None) -> None:
     from services.runtime.db import make_engine
 
@@ -107,7 +120,7 @@ async def fold_partition(nats_url: str, spec, place, part: int, parts: int, head
     drop_secondary(engine)  # nothing reads a worker's place but the merge (bulk_build.py)
     try:
         try:
-            await _fold_share(_Fed(feed), engine, part, parts, head, name, counter, write_behind=True)
+            await _fold_share(_Fed(feed, await _attribution(nats_url, spec, part, tls)), engine, part, parts, head, name, counter, write_behind=True)
             return
         except CannotIsolateError as error:
             # A poison event in this share: write-behind cannot roll back what it holds, so fold the

@@ -3,13 +3,19 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Engine, select
+
 from events import Actor, encode
+from projections.registry import build_projections
+from projections.tables import unreadable_events
 from services.audit.verify import Report, check_log
 from services.keys import KeyRing
 from services.log import ClaimLog, StreamSpec
 from services.log.batches import AtomicBatches, ClaimShare
 from services.log.chain import chain
 from services.log.signing import SIGNATURE, Signer
+from services.projector import Projector
+from services.read_api.queries import claim_page
 from tests.builders import BOT, PERSON, attached, drafted, reviewed
 from tests.conftest import random_claim_id
 
@@ -81,3 +87,39 @@ async def test_verify_names_each_unattributable_event_by_claim_and_sequence(clai
     for seq, reason in bad.items():
         assert reason in found[seq].message and found[seq].claim_id == claim
     assert report.counts["signature"] == len(bad) and report.counts.keys() == {"signature"}
+
+
+async def test_the_projector_folds_only_attributable_events_and_records_why_of_the_others(claim_log: ClaimLog, engine: Engine):
+    old = random_claim_id()
+    await claim_log.append(old, [drafted(old, actor=PERSON)], expected_seq=0, prev_hash=None)  # before signing: still folds
+    ring = await KeyRing.open(claim_log.nc, stream=claim_log.stream)
+    api, _ = await ring.add(API, delegate=True)
+    bot, _ = await ring.add(BOT)
+    await ring.require(await claim_log.head())
+    signed = ClaimLog(claim_log.nc, StreamSpec("CLAIMS"), signer=api)
+    first, second = "CLM-0501", "CLM-0631"
+    for claim in (first, second):
+        await signed.append(claim, [drafted(claim, actor=PERSON)], expected_seq=0, prev_hash=None)
+    bad = {
+        await _raw(claim_log, first, attached(first, "unsigned", actor=PERSON)): "unsigned",
+        await _raw(claim_log, first, attached(first, "impostor", actor=PERSON), signer=bot): "may sign only for itself",
+        await _raw(claim_log, first, attached(first, "for-bot", actor=BOT), signer=api): "a direct producer",
+        await _raw(claim_log, first, attached(first, "forged", actor=BOT), bot.headers([b"other bytes"])[0]): "does not verify",
+    }
+    # Subject names CLM-0631, body names CLM-0501: signed, chained to CLM-0501, and never folded into either.
+    head = await claim_log.claim_head(first)
+    moved = encode(attached(first, "moved", actor=BOT).model_copy(update={"prev_hash": head.hash}))
+    ack = await claim_log.nc.jetstream().publish(claim_log.layout.publish_subject(second, "SourceAttached"), moved, headers=bot.headers([moved])[0])
+    bad[ack.seq] = f"names a SourceAttached of {second}, its body a SourceAttached of {first}"
+    await _raw(claim_log, first, attached(first, "good", actor=BOT), signer=bot)
+
+    await Projector(claim_log, engine, build_projections(), name="projector", batch=3).run_until(await claim_log.head())
+    with engine.connect() as conn:
+        rows = {r.seq: r.reason for r in conn.execute(select(unreadable_events)).all()}
+        pages = {claim: claim_page(conn, claim) for claim in (old, first, second)}
+    assert sorted(rows) == sorted(bad)
+    for seq, reason in bad.items():
+        assert reason in rows[seq]
+    assert pages[old] is not None
+    assert [s.source_id for s in pages[first].sources] == ["good"]
+    assert pages[second].sources == []
