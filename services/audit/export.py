@@ -2,8 +2,9 @@
 
 One object per stored event: ``seq``, ``subject``, ``stored_at``, ``hash`` (SHA-256 of the stored
 bytes), ``msg_id`` and the event exactly as stored: ``event`` holds the stored bytes as a string when
-they are UTF-8 (almost always), ``event_b64`` holds them base64-encoded otherwise. An import checks
-the whole file first and republishes those exact bytes, so the restored log hashes the same.
+they are UTF-8 (almost always), ``event_b64`` holds them base64-encoded otherwise; ``signature``, when
+the event is signed, holds its signature headers. An import checks the whole file first and
+republishes those exact bytes and headers, so the restored log hashes and verifies the same.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,10 @@ from events.subjects import exported_subject
 from services.log import ClaimLog, StoredEvent
 from services.log.reader import parse_store_time
 from services.log.restore import Republisher, RestoredEvent
+from services.log.signing import PROOF, SIGNATURE, SIGNER
+
+SIGNATURE_HEADERS = {SIGNER, SIGNATURE, PROOF}
+_HEADER_VALUE = re.compile(r"[A-Za-z0-9._/;,=-]{1,4096}")
 
 PAGE = 1000
 Progress = Callable[[int], None]
@@ -52,6 +58,8 @@ def export_line(stored: StoredEvent) -> str:
         "hash": hashlib.sha256(stored.data).hexdigest(),
         "msg_id": stored.msg_id,
     }
+    if stored.signature:
+        line["signature"] = stored.signature
     try:
         line["event"] = stored.data.decode()
     except UnicodeDecodeError:
@@ -126,7 +134,19 @@ def _parse(text: str) -> tuple[int, RestoredEvent]:
     if hashlib.sha256(data).hexdigest() != digest:
         raise ValueError(f"hash {digest!r} is not the SHA-256 of the event's bytes: the event was altered")
     msg_id = line.get("msg_id") or _event_id(data)
-    return seq, RestoredEvent(claim_id, event_type, data, msg_id if isinstance(msg_id, str) else None, stored_at)
+    return seq, RestoredEvent(claim_id, event_type, data, msg_id if isinstance(msg_id, str) else None, stored_at, _signature(line))
+
+
+def _signature(line: dict) -> dict[str, str] | None:
+    """The event's signature headers as exported (checked by whoever reads the log, not here), or None."""
+    signature = line.get("signature")
+    if signature is None:
+        return None
+    if not isinstance(signature, dict) or not signature or not set(signature) <= SIGNATURE_HEADERS or not all(
+        isinstance(value, str) and _HEADER_VALUE.fullmatch(value) for value in signature.values()
+    ):
+        raise ValueError(f"signature must map {sorted(SIGNATURE_HEADERS)} to header values (letters, digits and . _ - / ; , =)")
+    return signature
 
 
 def _stored_bytes(line: dict) -> bytes:

@@ -45,6 +45,7 @@ class RestoredEvent:
     data: bytes = field(repr=False)
     msg_id: str | None
     stored_at: str  # RFC 3339, as exported
+    signature: dict[str, str] | None = None  # its signature headers, republished as they were (services/log/signing.py)
 
 
 class Republisher:
@@ -88,6 +89,8 @@ class Republisher:
         headers = {RESTORED_TIME: event.stored_at}
         if event.msg_id:
             headers["Nats-Msg-Id"] = event.msg_id
+        if event.signature:
+            headers.update(event.signature)
         if self._batch is not None:
             self._in_batch(claim, seq, headers)
             self._batch.append((subject, event.data, headers))

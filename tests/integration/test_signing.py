@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import Engine, select
 
 from events import Actor, encode
 from projections.registry import build_projections
 from projections.tables import unreadable_events
+from services.audit.export import _parse, export_line
 from services.audit.verify import Report, check_log
 from services.keys import KeyRing
 from services.log import ClaimLog, StreamSpec
@@ -63,6 +65,11 @@ async def test_signed_appends_verify_and_older_unsigned_events_are_counted_not_r
     report = await _report(claim_log)
     assert report.ok, report.findings
     assert report.unsigned == 1 and report.signed_after == 1
+    # An export keeps each signature, and an import republishes it as it was.
+    for stored in await signed.read_claim(claim):
+        assert _parse(export_line(stored))[1].signature == stored.signature
+    with pytest.raises(ValueError, match="signature must map"):
+        _parse(export_line(stored)[:-1] + ', "signature": {"Claimlog-Signer": "a\\r\\nNats-Msg-Id: x"}}')
 
 
 async def test_verify_names_each_unattributable_event_by_claim_and_sequence(claim_log: ClaimLog):
