@@ -1,8 +1,10 @@
 """The parallel first pass of a rebuild: one process reads the log, worker processes fold shares of it.
 
 A claim's page and its contributors' rows depend on that claim's events alone, so shares of the
-claims fold independently. ``build_in_parallel`` reads the log once (``distribute``) and sends each
-worker process its share of every batch down a pipe; each worker folds into a place of its own, so
+claims fold independently. On a partitioned log each worker process reads its own partitions
+(``k % parts``) from the log, so no process receives the whole log; on a log stored before partitions
+``build_in_parallel`` reads the log once (``distribute``) and sends each worker process its share of
+every batch down a pipe; each worker folds into a place of its own, so
 that no two processes contend for one SQLite file; the places are then merged into the generation.
 ``services/rebuild/replay.py`` decides when this pays and catches up from where it ends.
 """
@@ -81,11 +83,14 @@ async def _fold(
     parts = len(places)
     context = multiprocessing.get_context("spawn")
     counters = [context.Value("q", 0) for _ in range(parts)]
-    pipes = [context.Pipe(duplex=False) for _ in range(parts)]  # (receiving end, sending end)
+    # A partitioned log: each worker reads its own partitions (k % parts), so no process receives the
+    # whole log. Otherwise this process reads it once and sends each worker its share of the claims.
+    own = claim_log.layout.partitioned
+    pipes = [] if own else [context.Pipe(duplex=False) for _ in range(parts)]  # (receiving end, sending end)
     workers = [
         context.Process(
             target=partition_main,
-            args=(nats_url, spec, place, part, parts, head, worker_consumer(name, part), counters[part], pipes[part][0], tls),
+            args=(nats_url, spec, place, part, parts, head, worker_consumer(name, part), counters[part], None if own else pipes[part][0], tls),
             name=f"claimlog-replay-p{part}",
             daemon=True,
         )
@@ -100,7 +105,8 @@ async def _fold(
         if progress:
             progress(min(counter.value for counter in counters), head)
 
-    distributing = asyncio.create_task(distribute(claim_log, reader_consumer(name), head, [sending for _, sending in pipes]))
+    sending = [end for _, end in pipes]
+    distributing = asyncio.create_task(asyncio.sleep(0) if own else distribute(claim_log, reader_consumer(name), head, sending))
     try:
         failed = await _watch(distributing, workers, report)
     finally:

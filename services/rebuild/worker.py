@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from multiprocessing.connection import Connection as PipeEnd
 
+from nats.js.errors import NotFoundError
 from sqlalchemy import Engine
 
 from projections.registry import build_projections
@@ -92,15 +93,20 @@ class _Fed:
         pass
 
 
-def partition_main(nats_url: str, spec, place: tuple[str, str | None], part: int, parts: int, head: int, name: str, counter, pipe: PipeEnd, tls: NatsTls | None = None) -> None:
-    """A worker process: fold share ``part`` of ``parts`` of the claims, through sequence ``head``, as sent on ``pipe``."""
+def partition_main(
+    nats_url: str, spec, place: tuple[str, str | None], part: int, parts: int, head: int, name: str, counter, pipe: PipeEnd | None,
+    tls: NatsTls | None = None,
+) -> None:
+    """A worker process: fold share ``part`` of ``parts`` of the claims, through sequence ``head``, as sent on
+    ``pipe``; without a pipe (a partitioned log), the partitions ``k % parts == part``, read from the log itself."""
     from services.runtime.compose import run
 
-    feed = PipeFeed(pipe)
+    feed = PipeFeed(pipe) if pipe is not None else None
     try:
         run(fold_partition(nats_url, spec, place, part, parts, head, name, counter, feed, tls))
     finally:
-        feed.close()
+        if feed is not None:
+            feed.close()
 
 
 async def _attribution(nats_url: str, spec, part: int, tls: NatsTls | None) -> Attribution:
@@ -112,13 +118,18 @@ async def _attribution(nats_url: str, spec, part: int, tls: NatsTls | None) -> A
         await nc.close()
 
 
-async def fold_partition(nats_url: str, spec, place, part: int, parts: int, head: int, name: str, counter, feed: PipeFeed, tls: NatsTls | None = None) -> None:
+async def fold_partition(
+    nats_url: str, spec, place, part: int, parts: int, head: int, name: str, counter, feed: PipeFeed | None, tls: NatsTls | None = None
+) -> None:
     from services.runtime.db import make_engine
 
     url, schema = place
     engine = make_engine(url, schema=schema, scratch=True)  # merged into the generation, then deleted
     drop_secondary(engine)  # nothing reads a worker's place but the merge (bulk_build.py)
     try:
+        if feed is None:
+            await _fold_own_partitions(nats_url, spec, engine, part, parts, head, name, counter, tls)
+            return
         try:
             await _fold_share(_Fed(feed, await _attribution(nats_url, spec, part, tls)), engine, part, parts, head, name, counter, write_behind=True)
             return
@@ -161,6 +172,59 @@ async def _fold_share(claim_log, engine: Engine, part: int, parts: int, head: in
         counter.value = projector.checkpoint
     finally:
         reporter.cancel()
+
+
+async def _fold_own_partitions(nats_url: str, spec, engine: Engine, part: int, parts: int, head: int, name: str, counter, tls: NatsTls | None) -> None:
+    """Fold the log's partitions ``k % parts == part`` through ``head``, one after another, each with a
+    consumer the server filters to it: this worker receives no other partition's events. A poison event
+    makes it fold them again writing through (see ``fold_partition``)."""
+    nc = await connect(nats_url, name=f"claimlog-replay-p{part}", tls=tls)
+    claim_log = ClaimLog(nc, spec)
+    mine = [k for k in range(claim_log.layout.partitions) if k % parts == part]
+    try:
+        try:
+            for k in mine:
+                await _fold_one_partition(claim_log, engine, k, head, name, counter, write_behind=True)
+        except CannotIsolateError as error:
+            log.warning("replay worker %s: %s; folding its partitions again without write-behind", part, error.__cause__)
+            clear_place(engine)
+            for k in mine:
+                await _fold_one_partition(claim_log, engine, k, head, name, counter, write_behind=False)
+        counter.value = head
+    finally:
+        await nc.close()
+
+
+async def _fold_one_partition(claim_log: ClaimLog, engine: Engine, partition: int, head: int, name: str, counter, *, write_behind: bool) -> None:
+    """Fold one partition through ``head``: until its next event after the checkpoint is past ``head`` (or
+    none). Its consumer, named as the worker's own, is made again for each partition and deleted after."""
+    projections = build_projections(write_behind=write_behind)
+    writer = CheckpointedWriter(engine, projections, partitions=claim_log.layout.partitions)
+    runner = Runner(claim_log, writer, name=name, batch=REPLAY_BATCH, linger=0.1, scope=Scope(partition=partition, stop_at=head))
+    runner.load_checkpoint()
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    subject = claim_log.layout.partition_filter(partition)
+    try:
+        while True:
+            if task.done():
+                task.result()
+            counter.value = runner.checkpoint
+            try:
+                following = (await claim_log.nc.jetstream().get_msg(claim_log.stream, seq=runner.checkpoint + 1, subject=subject, next=True)).seq
+            except NotFoundError:
+                following = None
+            if following is None or following > head:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await task
+        await claim_log.forget_consumer(name)
+    with engine.begin() as conn:
+        for projection in projections:
+            if hasattr(projection, "flush"):
+                projection.flush(conn)
 
 
 def clear_place(engine: Engine) -> None:
