@@ -87,6 +87,13 @@ class Worker:
     def name(self) -> str:
         return self.leases.worker
 
+    @property
+    def _runner_batch(self) -> int:
+        """Each runner's share of the worker's batch: a worker holding every partition has at most
+        ``batch`` events delivered and not yet committed, as one projector would (a full batch per
+        runner let one connection fall behind a backlog and lose deliveries)."""
+        return max(1, self._batch // self.partitions)
+
     def holding(self) -> dict[int, int]:
         """The partitions this worker folds now, with the epoch each commits at."""
         return {k: owned.lease.epoch for k, owned in sorted(self.owned.items()) if not owned.leaving}
@@ -148,7 +155,7 @@ class Worker:
     def _start(self, lease: Lease) -> None:
         partition = lease.partition
         runner = Projector(
-            self._log, self._engine, self._projections_for(), name=f"{self._prefix}-p{partition}", batch=self._batch,
+            self._log, self._engine, self._projections_for(), name=f"{self._prefix}-p{partition}", batch=self._runner_batch,
             generations=self._generations, partition=partition, epoch=lease.epoch,
         )
         runner.announce = self._announce  # the live pages hear each commit (services/read_api/live.py)
