@@ -12,6 +12,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, select, text
@@ -22,7 +23,7 @@ from projections.registry import build_projections
 from projections.tables import checkpoints
 from services.audit.verify import Finding, Report
 from services.log import ClaimLog, Delivery, DurableConsumer
-from services.projector.runner import Runner
+from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
 from services.runtime.db import make_engine, upgrade
 
@@ -54,48 +55,77 @@ class _LogUpTo(ClaimLog):
         )
 
 
-def live_checksums(engine: Engine) -> tuple[int | None, dict[str, str]]:
-    """The live checkpoint and the table checksums at it (None when nothing was ever projected).
+@dataclass(frozen=True)
+class Positions:
+    """Where the live read models stand: each checkpoint row's partition (of ``partitions``; 1 for a
+    projector of the whole log) and the sequence its projections have applied."""
 
-    The projector may be running: the checkpoint is read before and after the checksums, and a read
-    during which it moved is done again (a commit always moves it, with the rows, in one transaction).
+    partitions: int
+    at: dict[int, int]
+
+    @property
+    def head(self) -> int:
+        return max(self.at.values(), default=0)
+
+
+def live_checksums(engine: Engine) -> tuple[Positions | None, dict[str, str]]:
+    """The live positions and the table checksums at them (None when nothing was ever projected).
+
+    The projector may be running: the positions are read before and after the checksums, and a read
+    during which they moved is done again (a commit always moves its partition's, with the rows, in
+    one transaction). The partitions of a partitioned log stand each at its own sequence.
     """
-    positions: set[int] = set()
+    positions: Positions | str | None = None
     for _ in range(ATTEMPTS):
         with engine.connect() as conn:
             positions = _positions(conn)
             sums = table_checksums(conn)
         with engine.connect() as conn:
-            # The shares of a projector that runs as several processes stand at one sequence only
-            # when it has caught up; until then, as while one projector moves, read again.
-            if len(positions) <= 1 and _positions(conn) == positions:
-                return (positions.pop() if positions else None), sums
+            if not isinstance(positions, str) and _positions(conn) == positions:
+                return positions, sums
         time.sleep(RETRY_PAUSE)
-    if len(positions) > 1:
-        raise RuntimeError(
-            f"the projections (or the projector's shares) stood at different sequences {sorted(positions)} in each of "
-            f"{ATTEMPTS} reads: let the projector catch up with the log, or rebuild them with replay"
-        )
+    if isinstance(positions, str):
+        raise RuntimeError(f"{positions} in each of {ATTEMPTS} reads: let the projector catch up with the log, or rebuild them with replay")
     raise RuntimeError(f"the projector moved during each of {ATTEMPTS} reads of the read models: stop it, or retry")
 
 
-def _positions(conn) -> set[int]:
-    return set(conn.execute(select(checkpoints.c.last_seq)).scalars())
+def _positions(conn) -> Positions | str | None:
+    """The checkpoints as ``Positions``, or why they are not one consistent point."""
+    rows = conn.execute(select(checkpoints.c.share, checkpoints.c.shares, checkpoints.c.last_seq)).all()
+    if not rows:
+        return None
+    counts = {shares for _, shares, _ in rows}
+    at: dict[int, set[int]] = {}
+    for share, _, seq in rows:
+        at.setdefault(share, set()).add(seq)
+    partitions = counts.pop() if len(counts) == 1 else 0
+    if partitions < 1 or any(len(seqs) > 1 for seqs in at.values()) or (partitions == 1 and len(at) > 1):
+        standing = sorted({seq for _, _, seq in rows})
+        return f"the projections stood at different sequences {standing}"
+    return Positions(partitions, {share: seqs.pop() for share, seqs in at.items()})
 
 
 async def compare_read_models(
     claim_log: ClaimLog, live_engine: Engine, report: Report, *, progress: Callable[[int], None] | None = None
 ) -> None:
-    """Add a finding for every read-model table whose rows differ from a fresh replay to the live checkpoint."""
+    """Add a finding for every read-model table whose rows differ from a fresh replay to the live positions."""
     try:
-        at_seq, live = live_checksums(live_engine)
+        positions, live = live_checksums(live_engine)
     except RuntimeError as error:
         report.add(Finding("read_models", str(error)))
         return
-    if at_seq is None:
+    if positions is None:
         report.tables_note = "the read models were never projected: nothing to compare"
         return
-    fresh = await rebuild_checksums(claim_log, live_engine, at_seq, progress=progress)
+    if positions.partitions != claim_log.layout.partitions:
+        # Shares of a projector of the whole log (not the log's partitions): one point, or none yet.
+        standing = sorted(set(positions.at.values()))
+        if len(standing) > 1:
+            report.add(Finding("read_models", f"the projector's shares stood at different sequences {standing}: let them catch up"))
+            return
+        positions = Positions(1, {0: standing[0]})
+    at_seq = positions.head
+    fresh = await rebuild_checksums(claim_log, live_engine, positions, progress=progress)
     report.tables_at_seq = at_seq
     for table in sorted(live.keys() | fresh.keys()):
         if live.get(table) != fresh.get(table):
@@ -105,21 +135,25 @@ async def compare_read_models(
 
 
 async def rebuild_checksums(
-    claim_log: ClaimLog, live_engine: Engine, until_seq: int, *, progress: Callable[[int], None] | None = None
+    claim_log: ClaimLog, live_engine: Engine, until: int | Positions, *, progress: Callable[[int], None] | None = None
 ) -> dict[str, str]:
-    """Table checksums of read models replayed from the log through ``until_seq`` into a scratch database."""
+    """Table checksums of read models replayed from the log into a scratch database: through ``until``,
+    or each partition through its own position."""
+    positions = until if isinstance(until, Positions) else Positions(1, {0: until})
     with _scratch_engine(live_engine) as scratch:
         upgrade(scratch)
-        name = f"verify-{uuid.uuid4().hex[:12]}"
-        writer = CheckpointedWriter(scratch, build_projections())
-        projector = Runner(_LogUpTo(claim_log, until_seq), writer, name=name, batch=REBUILD_BATCH, linger=0.1)
-        projector.load_checkpoint()
-        try:
-            if until_seq > 0:
-                async with _reporting(projector, progress):
-                    await projector.run_until(until_seq, timeout=REBUILD_TIMEOUT)
-        finally:
-            await claim_log.forget_consumer(name)
+        writer = CheckpointedWriter(scratch, build_projections(), partitions=positions.partitions)
+        for partition, through in sorted(positions.at.items()):
+            name = f"verify-{uuid.uuid4().hex[:12]}"
+            scope = Scope(partition=partition) if positions.partitions > 1 else Scope()
+            projector = Runner(_LogUpTo(claim_log, through), writer, name=name, batch=REBUILD_BATCH, linger=0.1, scope=scope)
+            projector.load_checkpoint()
+            try:
+                if through > 0:
+                    async with _reporting(projector, progress):
+                        await projector.run_until(through, timeout=REBUILD_TIMEOUT)
+            finally:
+                await claim_log.forget_consumer(name)
         with scratch.connect() as conn:
             return table_checksums(conn)
 

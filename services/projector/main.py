@@ -11,7 +11,7 @@ import logging
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
-from faststream.nats.security import NatsUserPassword
+from faststream.nats.security import NatsSecurity, NatsUserPassword
 from nats.aio.client import Client
 from sqlalchemy import Engine
 
@@ -24,7 +24,7 @@ from services.projector.shares import level
 from services.projector.worker import Worker
 from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_if_stale
-from services.runtime.compose import nats_server, ready, stream_spec
+from services.runtime.compose import nats_server, nats_tls, ready, stream_spec
 from services.runtime.db import make_engine, require_current
 from services.runtime.settings import Settings
 
@@ -37,13 +37,19 @@ class ProjectorService:
     def __init__(self, settings: Settings, engine: Engine, nats_url: str) -> None:
         self.settings, self.engine, self._nats_url = settings, engine, nats_url
         servers, user, password = split_credentials(nats_url)
+        self._tls = nats_tls(settings)
+        context = self._tls.context() if self._tls is not None else None
+        if user is not None:
+            security = NatsUserPassword(user, password, ssl_context=context)
+        else:
+            security = NatsSecurity(ssl_context=context) if context is not None else None
         self.broker = NatsBroker(
             servers,
             name=f"claimlog-{settings.projector_name}",
             max_reconnect_attempts=-1,
             reconnect_time_wait=0.25,
             error_cb=ErrorLog(nats_url).report,  # FastStream says nothing while it cannot connect
-            security=NatsUserPassword(user, password) if user is not None else None,
+            security=security,
             inbox_prefix=inbox_prefix(user),
         )
         self.app = FastStream(self.broker)
@@ -73,7 +79,7 @@ class ProjectorService:
             try:
                 return await connect(
                     self._nats_url, name=f"claimlog-{self.settings.projector_name}-events",
-                    first_connect_seconds=self.settings.nats_connect_seconds,
+                    first_connect_seconds=self.settings.nats_connect_seconds, tls=self._tls,
                 )
             except LogError as error:  # the server is down or restarting: connect waited for it, and says why
                 log.warning("connecting to NATS for the events: %s; retrying in %.1fs", error, delay)
