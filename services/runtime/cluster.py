@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import socket
 import subprocess
 import time
@@ -21,8 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nats.errors
+from nats.js.api import StorageType, StreamConfig
 
 from events.subjects import DEFAULT_PREFIX, DEFAULT_STREAM
+from services.log.replication import placed
 from services.log.servers import NatsTls, connect
 from services.runtime.embedded import (
     URL_FILE,
@@ -109,7 +112,7 @@ class LocalCluster:
         for node in self.nodes:
             self._wait_for(node, deadline)
         with ThreadPoolExecutor(1) as thread:  # a loop of its own, whether or not the caller runs one
-            thread.submit(asyncio.run, jetstream_ready(self.url_for("admin"), deadline, self.tls)).result()
+            thread.submit(asyncio.run, jetstream_ready(self.url_for("admin"), deadline, self.tls, peers=len(self.nodes))).result()
         self._record()
         log.info("local NATS cluster of %s nodes serving %s", len(self.nodes), self.data_dir)
         return self.url_for("admin")
@@ -199,15 +202,24 @@ def tls_block(certificate: ServerCertificate, *, verify: bool, indent: str = "")
     return "".join(f"{indent}{line}\n" for line in lines)
 
 
-async def jetstream_ready(url: str, deadline: float, tls: NatsTls | None = None) -> None:
-    """Wait until the cluster has elected its JetStream leader, and every stream it holds a leader of its own
-    (after a restart each stream elects one anew; until then it answers nothing)."""
+async def jetstream_ready(url: str, deadline: float, tls: NatsTls | None = None, *, peers: int = 1) -> None:
+    """Wait until the cluster has elected its JetStream leader, every stream it holds a leader of its own
+    (after a restart each stream elects one anew; until then it answers nothing), and every one of its
+    ``peers`` can hold a copy: a stream of that many copies is placed, then removed (a peer that has not
+    reported in yet refuses placement, and so would the first stream or restore after the start)."""
     nc = await connect(url, name="claimlog-cluster-start", tls=tls)
     try:
         while not await _leaders_elected(nc):
             if time.monotonic() > deadline:
                 raise EmbeddedNatsError("the NATS cluster did not elect its JetStream and stream leaders in time")
             await asyncio.sleep(0.1)
+        if peers > 1:
+            js = nc.jetstream()
+            name = f"claimlog_start_probe_{os.getpid()}"
+            config = StreamConfig(name=name, subjects=[f"_claimlog.start_probe.{os.getpid()}"], num_replicas=peers, storage=StorageType.MEMORY)
+            wait = max(1.0, deadline - time.monotonic())
+            await placed(lambda: js.add_stream(config), what="a probe stream of the starting cluster", wanted=peers, wait=wait)
+            await js.delete_stream(name)
     finally:
         await nc.close()
 
