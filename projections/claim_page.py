@@ -228,8 +228,7 @@ def derive(page: ClaimPage) -> ClaimPage:
     status.review_state = review_label(status.person_review, status.ai_review)
     status.unreviewed_model_draft = page.notes.drafted_by_model and not live
     status.standing = standing(counts.sources_by_relation)
-    eligible = counts_toward_scorecard(status.lifecycle, status.unreviewed_model_draft)
-    status.counts_toward_scorecard = status.moves_standing = eligible
+    status.counts_toward_scorecard = counts_toward_scorecard(status.lifecycle, status.unreviewed_model_draft)
     return page
 
 

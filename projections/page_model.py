@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, get_args
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, computed_field
 
 from events import Actor
 from events.review import ReviewerKind
@@ -150,7 +150,12 @@ class Status:
     unreviewed_model_draft: bool = False
     standing: Literal["validated", "supported", "contested", "refuted", "untested"] = "untested"
     counts_toward_scorecard: bool = True
-    moves_standing: bool = True
+
+    @computed_field
+    @property
+    def moves_standing(self) -> bool:
+        """Whether the claim's standing counts: the same rule as the scorecard, serialized under its own name."""
+        return self.counts_toward_scorecard
 
 
 @dataclass(slots=True, kw_only=True)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from events import Actor, Event
 from projections.base import Record
 from projections.claim_page import fold
+from projections.page_model import PAGE
 from tests.builders import (
     BOT,
     MODEL,
@@ -52,6 +54,13 @@ def test_unreviewed_model_draft_is_visible_but_does_not_count_toward_the_scoreca
     assert not page.status.counts_toward_scorecard
     assert not page.status.moves_standing
     assert page.status.review_state == "unreviewed"
+
+
+def test_the_stored_page_carries_moves_standing_as_the_scorecard_rule_says():
+    for actor, expected in ((MODEL, False), (PERSON, True)):
+        doc = json.loads(PAGE.dump_json(page_of([drafted(CLAIM, actor=actor)])))
+        assert doc["status"]["moves_standing"] is doc["status"]["counts_toward_scorecard"] is expected
+        assert PAGE.validate_python(doc).status.moves_standing is expected
 
 
 def test_a_review_makes_a_model_draft_count_and_withdrawing_it_undoes_that():
