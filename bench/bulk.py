@@ -1,6 +1,6 @@
 """Bulk ingestion of JSON Lines commands: events acknowledged per second from one process, durable.
 
-    python bench/bulk.py [--claims 10000] [--per-claim 10] [--sync always|2m] [--cluster 3] [--no-pipelined-peer] [--no-batch-peer] [--no-cli] [--no-again]
+    python bench/bulk.py [--claims 10000] [--per-claim 10] [--sync always|2m] [--cluster 3] [--signed] [--no-pipelined-peer] [--no-batch-peer] [--no-cli] [--no-again]
 
 Writes a file of claims x per-claim commands and times, on one server:
 - claimlog's bulk path in this process (stream the lines, validate, decide against each claim's state,
@@ -11,7 +11,9 @@ Writes a file of claims x per-claim commands and times, on one server:
   no validation and no decisions, one batch in flight;
 - the earlier peer: raw pipelined single appends with the same headers, a window of 512;
 - ``claimlog ingest`` of the file as a command, end to end (start-up included), into a fresh server,
-  with its peak memory.
+  with its peak memory;
+- with ``--signed``, the bulk path again into a fresh server, every batch signed as the API signs an
+  append (one Ed25519 signature over the Merkle root of its events' hashes): what signing costs.
 With ``--cluster 3`` every server is a local cluster of three nodes (services/runtime/cluster.py, TLS to
 clients) and every stream, the peers' too, keeps three copies.
 Targets with ``--sync always``: 20,000 events/s or more acknowledged and 0.8 of the atomic-batch peer
@@ -50,6 +52,7 @@ from services.commands.bulk_lines import count_lines, iter_commands  # noqa: E40
 from services.ingest.cli import throttled_advance  # noqa: E402
 from services.log import ClaimLog, NatsTls, StreamSpec, connect  # noqa: E402
 from services.log.connection import encode_headers  # noqa: E402
+from services.log.signing import Signer  # noqa: E402
 from services.runtime.cluster import LocalCluster  # noqa: E402
 from services.runtime.compose import run  # noqa: E402
 from services.runtime.embedded import EmbeddedNats  # noqa: E402
@@ -79,9 +82,9 @@ def serving(home: Path, sync: str, cluster: int) -> Iterator[Target]:
             yield Target(server.url_for("admin"))
 
 
-async def claimlog_bulk(target: Target, path: Path, label: str) -> tuple[float, float, int]:
+async def claimlog_bulk(target: Target, path: Path, label: str, signer: Signer | None = None) -> tuple[float, float, int]:
     nc = await connect(target.url, tls=target.tls)
-    log = ClaimLog(nc, StreamSpec("CLAIMS", replicas=target.replicas))
+    log = ClaimLog(nc, StreamSpec("CLAIMS", replicas=target.replicas), signer=signer)
     await log.ensure()
     started = time.perf_counter()
     with progress() as bar:
@@ -221,6 +224,7 @@ async def main() -> None:
     parser.add_argument("--no-batch-peer", action="store_true", help="skip the atomic-batch peer (a memory-only run)")
     parser.add_argument("--no-cli", action="store_true")
     parser.add_argument("--no-again", action="store_true", help="skip running the same file again")
+    parser.add_argument("--signed", action="store_true", help="run the bulk path again, every batch signed, into a fresh server")
     options = parser.parse_args()
     load = os.getloadavg()[0]  # the machines are shared: the figures say how busy it was when the run began
     with tempfile.TemporaryDirectory() as tmp:
@@ -231,6 +235,10 @@ async def main() -> None:
             again, again_s, _ = (None, None, None) if options.no_again else await claimlog_bulk(target, path, "again (all present)")
             batches, batches_s = (None, None) if options.no_batch_peer else await peer_batches(target, path)
             pipelined = None if options.no_pipelined_peer else await peer_pipelined(target, path)
+        signed = None
+        if options.signed:
+            with serving(Path(tmp) / "nats-signed", options.sync, options.cluster) as target:
+                signed = await claimlog_bulk(target, path, "claimlog bulk, signed", Signer.generate())
         cli = None if options.no_cli else await cli_ingest(Path(tmp), path, options.sync, options.cluster)
     where = f", a {options.cluster}-node cluster with {options.cluster} copies" if options.cluster else ""
     table = Table(title=f"Bulk ingestion: {lines:,} commands over {options.claims:,} claims, sync {options.sync}{where}")
@@ -238,6 +246,8 @@ async def main() -> None:
         table.add_column(column, justify="right" if column else "left")
     ratio = (lambda value: f"{value / batches:.2f}") if batches else (lambda value: "")
     table.add_row("claimlog bulk path (validate, decide, atomic batches)", f"{ours:,.0f}", f"{ours_s:.1f}", ratio(ours))
+    if signed:
+        table.add_row("claimlog bulk path, every batch signed", f"{signed[0]:,.0f}", f"{signed[1]:.1f}", ratio(signed[0]))
     if again:
         table.add_row("same file again (nothing new)", f"{again:,.0f}", f"{again_s:.1f}", "")
     if batches:
@@ -250,6 +260,8 @@ async def main() -> None:
     console.print(f"accepted {accepted:,} events; targets with --sync always: 20,000 events/s and 0.8 of the atomic-batch peer")
     busy = f"load average {load:.1f} at the start"
     record("ingest", ours, unit="events/s", peer=batches, note=f"peer: raw atomic batches, same headers; {busy}")
+    if signed:
+        record("ingest, signed", signed[0], unit="events/s", peer=batches, note=f"one signature per batch; peer: raw atomic batches, unsigned; {busy}")
     if again:
         record("same file again", again, unit="lines/s")
     if pipelined:
