@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -56,7 +57,7 @@ from bench.common import publish_backlog  # noqa: E402
 from bench.partitions import server_cpu_seconds  # noqa: E402
 from bench.results import record  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
-from services.projector.leases import Leases, ensure_bucket, leases_bucket, owner_of  # noqa: E402
+from services.projector.leases import Leases, assignment, ensure_bucket, leases_bucket  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
 from services.runtime.embedded import EmbeddedNats, write_server_config  # noqa: E402
 
@@ -203,7 +204,7 @@ async def fold_with(n: int, server: MonitoredNats, url: str, database: str, last
         released = time.monotonic()
         await gate.give_back(held)
 
-        owners = {k: owner_of(k, names) for k in range(partitions)}
+        owners = assignment(names, partitions)
         taken_after = None
         while True:
             for name, process in processes.items():
@@ -236,10 +237,8 @@ async def fold_with(n: int, server: MonitoredNats, url: str, database: str, last
     events = {name: sum(infos[f"{prefix}-p{k}"].delivered.consumer_seq for k, owner in owners.items() if owner == name) for name in names}
     sent = {name: {key: counters_after[name][key] - counters_before[name][key] for key in ("out_msgs", "out_bytes")} for name in names}
     for k in range(partitions):
-        try:
+        with contextlib.suppress(NotFoundError):
             await js.delete_consumer("CLAIMS", f"{prefix}-p{k}")
-        except NotFoundError:
-            pass
     await nc.close()
     if sum(events.values()) < head:
         raise RuntimeError(f"the workers received {sum(events.values())} events of {head}")
