@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Drafts a claim and attaches one source to it on the claimlog stream, from Node.js.
 //
-//   node producer.mjs nats://[user:password@]host:4222 CLM-0001234
+//   node producer.mjs nats://[producer:password@]host:4222 CLM-0001234
 //
 // It writes exactly as claimlog's own log module does: the event id as Nats-Msg-Id (a retry is
 // stored once), the claim's expected last sequence (of two racing writers one is refused), the
@@ -30,13 +30,16 @@ function uuidv7() {
 const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
 const claimFilter = (claimId) => (PARTITIONED ? `${PREFIX}.*.${claimId}.*` : `${PREFIX}.${claimId}.*`);
 
-/** nats.js ignores credentials in a URL, so they are taken out and passed as options. */
+/**
+ * nats.js ignores credentials in a URL, so they are taken out and passed as options. A claimlog user
+ * (the `producer` role) may subscribe to replies under `_INBOX.<user>` only, so its requests ask for
+ * their answers there: with nats.js's default `_INBOX` prefix no answer would reach it.
+ */
 function connectOptions(url) {
   const servers = url.split(",").map((s) => new URL(s.includes("://") ? s.trim() : `nats://${s.trim()}`));
   const withUser = servers.find((server) => server.username);
-  const credentials = withUser
-    ? { user: decodeURIComponent(withUser.username), pass: decodeURIComponent(withUser.password) }
-    : {};
+  const user = withUser ? decodeURIComponent(withUser.username) : null;
+  const credentials = user ? { user, pass: decodeURIComponent(withUser.password), inboxPrefix: `_INBOX.${user}` } : {};
   return { servers: servers.map((server) => server.host), name: "claimlog-node-producer", ...credentials };
 }
 

@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 # Every key-value bucket claimlog keeps beside the log, raised to CLAIMLOG_NATS_REPLICAS at start-up.
 # (The token store's bucket is the stream's own: ``actors_bucket``.)
 T = TypeVar("T")
+# The roles that append: each signs with CLAIMLOG_SIGNING_KEY when it is set (the API's delegate key, a
+# direct producer's own).
+SIGNING_ROLES = ("admin", "writer", "producer")
 
 
 def stream_spec(settings: Settings) -> StreamSpec:
@@ -117,13 +120,15 @@ async def open_log(
     server itself, so a writer's command (``claimlog ingest`` on a new data directory) has it created
     as admin first; on a server of one's own, that is the deployment's one-shot ``stream`` job. A
     reader, or a caller passing ``create=False`` (``verify``), never creates it, whatever the URL's user.
+    A direct producer in Python opens the log as ``producer`` (its URL the producer user's, its
+    ``CLAIMLOG_SIGNING_KEY`` its own key) and appends through it.
     """
     async with nats_server(settings, role=role) as url:
         if role == "writer" and not settings.nats_url:
             await ensure_log(settings)
         nc = await connect(url, name=client_name, first_connect_seconds=settings.nats_connect_seconds, tls=nats_tls(settings))
         try:
-            claim_log = ClaimLog(nc, stream_spec(settings), signer=signer_of(settings) if role in ("admin", "writer") else None)
+            claim_log = ClaimLog(nc, stream_spec(settings), signer=signer_of(settings) if role in SIGNING_ROLES else None)
             await ready(claim_log, create=role != "reader" if create is None else create)
             yield claim_log
         finally:

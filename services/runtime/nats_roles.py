@@ -21,7 +21,7 @@ from services.log.servers import inbox_prefix
 from services.projector.leases import leases_bucket
 from services.projector.notices import notice_subject
 
-ROLES = ("admin", "writer", "projector", "reader")
+ROLES = ("admin", "writer", "producer", "projector", "reader")
 ACTORS_BUCKET = actors_bucket()  # the default registry's key-value bucket of actors and token hashes (services/actors.py)
 USERS_FILE = "nats-users.json"
 
@@ -42,8 +42,8 @@ class Permissions:
 def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Permissions | None]:
     """What each role may do on the registry of ``stream`` and subject ``prefix``; ``None`` is everything (admin).
 
-    A writer publishes events on ``<prefix>.<claim>.<Type>`` only: the stream stores them in their
-    partition itself, and nothing else of another registry on the same server is open to it.
+    A writer or a producer publishes events on ``<prefix>.<claim>.<Type>`` only: the stream stores them in
+    their partition itself, and nothing else of another registry on the same server is open to it.
     """
     events = LogLayout(prefix).stream_subjects[0]
     api = "$JS.API"
@@ -65,6 +65,10 @@ def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Per
                                           *(s for kind in (SLUGS, RATES) for s in _keeps(bucket_name(kind, stream))),
                                           *_sees_leases(stream)),
                                also=(notice_subject(stream),)),
+        # A direct producer (a service signing its own events with its own key) publishes events and reads what
+        # an append needs: the stream's info and each claim's head (a direct get), and the key registry; not the
+        # token store, the shared buckets or the leases. nats.js asks for the account's JetStream info first.
+        "producer": _own_replies(user_name("producer", stream), (events, f"{api}.INFO", *read_log)),
         # A projector worker also keeps its leases: reads, compare-and-set writes and a key listing.
         "projector": _own_replies(user_name("projector", stream), (*read_log, *consume, notice_subject(stream), *_kv_leases(stream))),
         "reader": _own_replies(user_name("reader", stream), (*read_log, *_sees_leases(stream)), also=(notice_subject(stream),)),

@@ -24,7 +24,7 @@ from services.log import ClaimLog, StoredEvent, StreamSpec, connect, event_hash
 from services.projector import Projector
 from services.read_api.queries import claim_page
 from services.runtime.db import make_engine, upgrade
-from services.runtime.embedded import nats_server_binary
+from services.runtime.embedded import EmbeddedNats, nats_server_binary
 from services.runtime.processes import terminate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -181,3 +181,21 @@ async def test_the_node_producer_takes_user_and_password_from_the_url(
         assert refused.returncode == 1 and "authorization violation" in refused.stderr.lower()
     finally:
         await nc.close()
+
+
+async def test_the_node_producer_writes_as_the_producer_role_of_claimlogs_own_server(
+    producer_script: Path, tmp_path: Path, claim_id: str
+):
+    """The documented user for a direct producer: it may publish its registry's events and read the claim's
+    head, and gets its answers under its own inbox prefix (a reply to the default ``_INBOX`` is refused)."""
+    with EmbeddedNats(tmp_path / "nats") as server:
+        admin = await connect(server.url_for("admin"))
+        try:
+            claim_log = ClaimLog(admin, StreamSpec("CLAIMS"))
+            await claim_log.ensure()
+            printed = await produce(producer_script, server.url_for("producer"), claim_id)
+            stored = await claim_log.read_claim(claim_id)
+            assert [s.seq for s in stored] == [printed["drafted"]["seq"], printed["source_attached"]["seq"]]
+            assert json.loads(stored[1].data)["prev_hash"] == event_hash(stored[0].data)
+        finally:
+            await admin.close()

@@ -1,7 +1,8 @@
-"""Only the writers may write: the embedded nats-server's users and permissions, against the real server."""
+"""Only the writers and producers may write: the embedded nats-server's users and permissions, against the real server."""
 
 from __future__ import annotations
 
+import json
 import stat
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -12,9 +13,13 @@ import nats.errors
 import pytest
 from nats.aio.client import Client
 from nats.js.api import KeyValueConfig
+from nats.js.errors import NoKeysError
 from sqlalchemy import Engine
 
+from events.subjects import LogLayout
 from projections.registry import build_projections
+from services.commands.shared_state import SLUGS, bucket_name
+from services.keys import KeyRing, load_attribution
 from services.log import ClaimLog, LogConfigError, StreamSpec, connect
 from services.log.servers import redact
 from services.projector import Projector
@@ -22,9 +27,9 @@ from services.read_api.queries import claim_page
 from services.runtime.compose import open_log
 from services.runtime.db import make_engine, upgrade
 from services.runtime.embedded import EmbeddedNats, running_url
-from services.runtime.nats_roles import ACTORS_BUCKET, USERS_FILE, read_passwords
+from services.runtime.nats_roles import ACTORS_BUCKET, ROLES, USERS_FILE, read_passwords, role_passwords
 from services.runtime.settings import Settings
-from tests.builders import drafted, history
+from tests.builders import BOT, attached, drafted, history
 
 REFUSED = (nats.errors.TimeoutError, TimeoutError)
 
@@ -147,9 +152,18 @@ async def test_passwords_persist_across_restarts_in_a_file_only_its_owner_can_re
         nc = await connect(again.url_for("writer"))
         assert nc.is_connected
         await nc.close()
-    assert set(passwords) == {"admin", "writer", "projector", "reader"}
+    assert set(passwords) == {"admin", "writer", "producer", "projector", "reader"}
     assert stat.S_IMODE((data_dir / USERS_FILE).stat().st_mode) == 0o600
     assert stat.S_IMODE((data_dir / "nats-server.conf").stat().st_mode) == 0o600
+
+
+def test_a_data_directory_from_before_the_producer_role_keeps_its_passwords_and_gains_the_producers(tmp_path: Path):
+    older = {"admin": "a-secret", "writer": "w-secret", "projector": "p-secret", "reader": "r-secret"}
+    (tmp_path / USERS_FILE).write_text(json.dumps(older))
+    passwords = role_passwords(tmp_path)
+    assert {role: passwords[role] for role in older} == older
+    assert len(passwords["producer"]) >= 32 and set(passwords) == set(ROLES)
+    assert stat.S_IMODE((tmp_path / USERS_FILE).stat().st_mode) == 0o600
 
 
 def test_a_redacted_url_shows_the_user_but_not_the_password(server: EmbeddedNats):
@@ -213,3 +227,59 @@ async def test_a_raw_client_with_the_default_inbox_gets_no_answer_as_reader(serv
         assert permission_refused(raw)
     finally:
         await raw.close()
+
+
+async def test_a_direct_producer_appends_its_own_signed_events_as_the_producer_user(
+    server: EmbeddedNats, admin_log: ClaimLog, claim_id: str, tmp_path: Path
+):
+    signer, _ = await (await KeyRing.open(admin_log.nc)).add(BOT)
+    key_file = tmp_path / "source-bot.pem"
+    key_file.write_bytes(signer.pem())
+    settings = Settings(data_dir=tmp_path / "producer", nats_url=server.url_for("producer"), signing_key=key_file)
+    async with open_log(settings, client_name="test-producer", role="producer") as producer:
+        assert producer.nc.new_inbox().startswith("_INBOX.producer.")
+        first = await producer.append(claim_id, [drafted(claim_id, actor=BOT)], expected_seq=0, prev_hash=None)
+        head = await producer.claim_head(claim_id)  # a direct get of the claim's last message
+        await producer.append(claim_id, [attached(claim_id, "s1", actor=BOT)], expected_seq=head.seq, prev_hash=head.hash)
+        attribution = await load_attribution(producer.nc)  # the key registry is readable
+        assert not permission_refused(producer.nc)
+    stored = await admin_log.read_claim(claim_id)
+    assert [s.seq for s in stored] == [first.last_seq, first.last_seq + 1]
+    assert all(attribution.check(s.seq, s.signature, s.data, s.stored_at, BOT.id).key_id == signer.key_id for s in stored)
+
+
+async def test_a_direct_producer_may_not_read_the_token_store_or_write_the_shared_buckets(server: EmbeddedNats, admin_log: ClaimLog):
+    js = admin_log.nc.jetstream()
+    tokens = await js.create_key_value(KeyValueConfig(bucket=ACTORS_BUCKET, history=4, direct=True))
+    await tokens.put("token.abc", b'{"token_id": "abc", "actor": "ada"}')
+    slugs = await js.create_key_value(KeyValueConfig(bucket=bucket_name(SLUGS), direct=True))
+    producer = await connect(server.url_for("producer"), name="test-producer")
+    try:
+        for subject in (f"$JS.API.STREAM.INFO.KV_{ACTORS_BUCKET}", f"$JS.API.DIRECT.GET.KV_{ACTORS_BUCKET}.$KV.{ACTORS_BUCKET}.token.abc",
+                        f"$JS.API.STREAM.MSG.GET.KV_{ACTORS_BUCKET}", f"$KV.{bucket_name(SLUGS)}.some-slug"):
+            with pytest.raises(REFUSED):
+                await producer.request(subject, b'{"last_by_subj": "$KV.claimlog_actors.token.abc"}', timeout=1)
+            assert permission_refused(producer), subject
+            assert subject.lower() in str(producer.last_error).lower()
+    finally:
+        await producer.close()
+    with pytest.raises(NoKeysError):
+        await slugs.keys()
+
+
+async def test_a_direct_producer_may_not_publish_outside_its_registrys_claim_subjects(
+    server: EmbeddedNats, admin_log: ClaimLog, claim_id: str
+):
+    other = ClaimLog(admin_log.nc, StreamSpec("REG2", layout=LogLayout("reg2", 4)))
+    await other.ensure()
+    event = drafted(claim_id, actor=BOT).model_dump_json().encode()
+    producer = await connect(server.url_for("producer"), name="test-producer")
+    try:
+        # another registry's subjects, and a stored subject (past the server's partitioning)
+        for subject in (f"reg2.{claim_id}.ClaimDrafted", admin_log.layout.stored_subject(claim_id, "ClaimDrafted")):
+            with pytest.raises(REFUSED):
+                await producer.request(subject, event, timeout=1)
+            assert subject.lower() in str(producer.last_error).lower()
+    finally:
+        await producer.close()
+    assert (await admin_log.head(), await other.head()) == (0, 0)

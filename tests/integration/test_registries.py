@@ -41,14 +41,16 @@ async def test_two_registries_on_one_server_keep_their_events_and_tokens_apart(n
         await nc.close()
 
 
-async def test_a_registrys_writer_may_publish_its_own_events_only(tmp_path: Path):
+@pytest.mark.parametrize("role", ["writer", "producer"])
+async def test_a_registrys_writer_or_producer_may_publish_its_own_events_only(tmp_path: Path, role: str):
     server = EmbeddedNats(tmp_path / "nats", stream="REG2", prefix="reg2")
     server.start()
     try:
         admin = await connect(server.url_for("admin"))
         await ClaimLog(admin, StreamSpec("REG2", layout=LogLayout("reg2", 4))).ensure()
         await ClaimLog(admin, StreamSpec("CLAIMS")).ensure()
-        writer = await connect(server.url_for("writer"))
+        writer = await connect(server.url_for(role))
+        assert writer.new_inbox().startswith(f"_INBOX.{role}_REG2.")
         own = ClaimLog(writer, StreamSpec("REG2", layout=LogLayout("reg2", 4)))
         other = ClaimLog(writer, StreamSpec("CLAIMS"))
         claim = random_claim_id()
