@@ -3,10 +3,13 @@
 A token is shown once, when it is made; the bucket keeps only its SHA-256 (tokens are 256 random
 bits, so a fast hash is enough: there is nothing to guess). A request's token is hashed, looked
 up, and compared in constant time; a revoked token stops working at the next request, because
-every request reads the bucket (one direct get, well under a millisecond on loopback).
+every request reads the bucket (one direct get, well under a millisecond on loopback). A token may
+carry an expiry: past it, the token is refused with ``TokenExpired``, which says when; records made
+before expiries existed have none and never expire.
 
 Keys: ``token.<sha256 of the token>`` -> ``TokenRecord`` as JSON. Nothing is deleted: revoking
-writes the record again with ``revoked_at`` set, and the bucket keeps the history.
+writes the record again with ``revoked_at`` set, rotating writes the old tokens again with an earlier
+``expires_at`` (or revoked, without a grace period), and the bucket keeps the history.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from nats.aio.client import Client
 from nats.js.api import KeyValueConfig, StorageType
@@ -25,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from events import Actor
 from events.envelope import utc_now
 from events.subjects import DEFAULT_STREAM
+from services.expiry import stamp
 from services.log.replication import ensure_bucket_replicas, placed
 
 BUCKET = "claimlog_actors"  # the default stream's; another stream's registry has a bucket of its own
@@ -32,7 +36,7 @@ TOKEN_PREFIX = "clm_"
 
 
 class TokenRecord(BaseModel):
-    """One token: whose it is, when it was made, whether it was revoked."""
+    """One token: whose it is, when it was made, when it expires (None: never), whether it was revoked."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -40,10 +44,34 @@ class TokenRecord(BaseModel):
     actor: Actor
     created_at: datetime
     revoked_at: datetime | None = None
+    expires_at: datetime | None = None
+
+    def expired(self, now: datetime) -> bool:
+        """Whether the token's expiry has come by ``now`` (a token without one never expires)."""
+        return self.expires_at is not None and self.expires_at <= now
+
+    def live(self, now: datetime) -> bool:
+        """Whether the token still works at ``now``: neither revoked nor expired."""
+        return self.revoked_at is None and not self.expired(now)
 
 
 class ActorKindFixed(ValueError):
     """A token asked for an existing actor id with another kind: an actor's kind never changes."""
+
+
+class TokenExpired(Exception):
+    """A known token past its expiry: refused, with when it expired, so its holder knows to ask for a new one."""
+
+    def __init__(self, record: TokenRecord) -> None:
+        self.record = record
+        super().__init__(
+            f"the bearer token {record.token_id} expired at {stamp(record.expires_at or record.created_at)}: "
+            f"ask for a new one (`claimlog actors rotate {record.actor.id}` issues it)"
+        )
+
+
+class NoLiveToken(LookupError):
+    """``rotate`` named an actor with no token that still works: nothing to rotate."""
 
 
 class ActorsUnavailable(RuntimeError):
@@ -98,8 +126,9 @@ class ActorStore:
             await ensure_store_replicas(nc, replicas, stream=stream)
         return cls(kv)
 
-    async def issue(self, actor: Actor) -> tuple[str, TokenRecord]:
-        """A new token for ``actor``: the token itself (shown once) and its record.
+    async def issue(self, actor: Actor, *, expires_at: datetime | None = None) -> tuple[str, TokenRecord]:
+        """A new token for ``actor``, working until ``expires_at`` (None: until revoked): the token itself
+        (shown once) and its record.
 
         An actor's kind is fixed by its first token (revoked or not): the review rules tell a person from a
         model by it, so one id must not be both. ``ActorKindFixed`` says so.
@@ -111,14 +140,17 @@ class ActorStore:
                     f"{record.created_at:%Y-%m-%d}): an actor's kind never changes; add the {actor.kind.value} "
                     "under another id"
                 )
+        return await self._create(actor, expires_at=expires_at, now=utc_now())
+
+    async def _create(self, actor: Actor, *, expires_at: datetime | None, now: datetime) -> tuple[str, TokenRecord]:
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         digest = token_hash(token)
-        record = TokenRecord(token_id=digest[:12], actor=actor, created_at=utc_now())
+        record = TokenRecord(token_id=digest[:12], actor=actor, created_at=now, expires_at=expires_at)
         await self._kv.create(f"token.{digest}", record.model_dump_json().encode())
         return token, record
 
-    async def authenticate(self, token: str) -> Actor | None:
-        """The actor a token belongs to, or None when it is unknown or revoked."""
+    async def authenticate(self, token: str, *, now: datetime | None = None) -> Actor | None:
+        """The actor a token belongs to, or None when it is unknown or revoked; ``TokenExpired`` past its expiry."""
         if not token.startswith(TOKEN_PREFIX) or len(token) > 100:
             return None
         digest = token_hash(token)
@@ -129,6 +161,8 @@ class ActorStore:
         record = TokenRecord.model_validate_json(entry.value or b"{}")
         if not hmac.compare_digest(record.token_id, digest[:12]) or record.revoked_at is not None:
             return None
+        if record.expired(now or utc_now()):
+            raise TokenExpired(record)
         return record.actor
 
     async def records(self) -> list[tuple[str, TokenRecord]]:
@@ -154,3 +188,38 @@ class ActorStore:
                 await self._kv.put(key, updated.model_dump_json().encode())
                 revoked.append(updated)
         return revoked
+
+    async def rotate(
+        self, actor_id: str, *, expires_at: datetime | None = None, grace: timedelta = timedelta(0)
+    ) -> tuple[str, TokenRecord, list[TokenRecord]]:
+        """A new token for an actor (the same kind and model as its newest live token), and its live tokens
+        made to expire after ``grace`` (revoked at once without one): the token, its record, the old records.
+
+        The new token is stored before any old one is cut short, so the actor is never left without one.
+        """
+        now = utc_now()
+        mine = [(key, record) for key, record in await self.records() if record.actor.id == actor_id]
+        live = [(key, record) for key, record in mine if record.live(now)]
+        if not live:
+            raise NoLiveToken(_nothing_to_rotate(actor_id, mine))
+        token, record = await self._create(live[-1][1].actor, expires_at=expires_at, now=now)
+        cutoff = now + grace
+        old = []
+        for key, previous in live:
+            if grace:
+                update = {"expires_at": min(previous.expires_at or cutoff, cutoff)}
+            else:
+                update = {"revoked_at": now}
+            old.append(previous.model_copy(update=update))
+            await self._kv.put(key, old[-1].model_dump_json().encode())
+        return token, record, old
+
+
+def _nothing_to_rotate(actor_id: str, records: list[tuple[str, TokenRecord]]) -> str:
+    if not records:
+        return (f"no actor {actor_id!r}: `claimlog actors list` shows every actor; "
+                f"`claimlog actors add {actor_id} --kind person|model|service` adds one")
+    actor = records[-1][1].actor
+    model = f" --model {actor.model!r}" if actor.model else ""
+    return (f"actor {actor_id!r} has no live token to rotate (each one is revoked or expired; `claimlog actors list` "
+            f"shows them): `claimlog actors add {actor_id} --kind {actor.kind.value}{model}` issues a new one")

@@ -1,8 +1,9 @@
-"""``claimlog actors add/list/revoke``: who may write, and their bearer tokens."""
+"""``claimlog actors add/list/revoke/rotate``: who may write, and their bearer tokens."""
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated
 
 import typer
@@ -12,13 +13,21 @@ from rich.markup import escape
 from rich.table import Table
 
 from events import Actor, ActorKind
-from services.actors import ActorKindFixed, ActorStore, ActorsUnavailable
+from events.envelope import utc_now
+from services.actors import ActorKindFixed, ActorStore, ActorsUnavailable, TokenRecord
 from services.cli.errors import validation_problems
 from services.cli.setup import setup
+from services.expiry import BadExpiry, expiry, parse_duration, stamp
 
 actors_app = typer.Typer(help="Actors who may write, and their bearer tokens (stored hashed).", no_args_is_help=True)
 out = Console()
 ACTOR_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")  # events.envelope.ActorId
+ExpiresIn = Annotated[
+    str | None, typer.Option("--expires-in", help="The token stops working after this long: 90d, 12h, 1d12h (s m h d w).")
+]
+Expires = Annotated[
+    str | None, typer.Option("--expires", help="The token stops working at this time (ISO 8601 with a zone, e.g. 2027-03-01T00:00:00Z).")
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -43,14 +52,17 @@ def add(
     actor_id: Annotated[str, typer.Argument(help="The actor's id, as pages will show it (e.g. ada, ingest-bot).")],
     kind: Annotated[ActorKind, typer.Option(help="Who the actor is.")] = ActorKind.PERSON,
     model: Annotated[str | None, typer.Option(help="The model's name and version, for kind model.")] = None,
+    expires_in: ExpiresIn = None,
+    expires: Expires = None,
 ) -> None:
-    """Add an actor (or another token for one) and print its bearer token, once."""
+    """Add an actor (or another token for one) and print its bearer token, once; without an expiry it works until revoked."""
     actor = _actor(actor_id, kind, model)
+    expires_at = _expiry(expires_in, expires)
 
     async def work(log):
         store = await ActorStore.open(log.nc, create=True, replicas=log.spec.replicas, stream=log.stream)
         try:
-            return await store.issue(actor)
+            return await store.issue(actor, expires_at=expires_at)
         except ActorKindFixed as error:
             return error
 
@@ -58,11 +70,26 @@ def add(
     if isinstance(issued, ActorKindFixed):
         raise typer.BadParameter(str(issued), param_hint="--kind")
     token, record = issued
-    typer.echo(token)  # stdout: the token alone, for scripts
+    _show(token, record)
+
+
+def _show(token: str, record: TokenRecord) -> None:
+    """The new token alone on stdout (for scripts); whose it is and until when on stderr."""
+    typer.echo(token)
+    actor = record.actor
+    until = f", expires {stamp(record.expires_at)}" if record.expires_at else ""
     Console(stderr=True).print(
-        f"token {record.token_id} for {actor.kind.value} [bold]{actor.id}[/bold]"
-        f"{f' ({actor.model})' if actor.model else ''}: shown once, keep it secret"
+        f"token {record.token_id} for {actor.kind.value} [bold]{escape(actor.id)}[/bold]"
+        f"{f' ({escape(actor.model)})' if actor.model else ''}{until}: shown once, keep it secret"
     )
+
+
+def _expiry(expires_in: str | None, expires: str | None) -> datetime | None:
+    """When a new token stops working, or a usage error saying what to type."""
+    try:
+        return expiry(expires_in=expires_in, expires=expires, now=utc_now())
+    except BadExpiry as error:
+        raise typer.BadParameter(str(error), param_hint="--expires" if expires_in is None else "--expires-in") from None
 
 
 def _actor(actor_id: str, kind: ActorKind, model: str | None) -> Actor:
@@ -88,7 +115,7 @@ def _actor(actor_id: str, kind: ActorKind, model: str | None) -> Actor:
 
 @actors_app.command("list")
 def list_actors() -> None:
-    """Every token: its id, whose it is, when it was made, whether it is revoked."""
+    """Every token: its id, whose it is, when it was made, when it expires, whether it is revoked."""
 
     async def work(log):
         try:
@@ -96,17 +123,26 @@ def list_actors() -> None:
         except ActorsUnavailable:
             return []
 
-    table = Table("token", "actor", "kind", "model", "created", "revoked")
+    table = Table("token", "actor", "kind", "model", "created", "expires", "revoked")
+    now = utc_now()
     for _, record in _run(work):
         table.add_row(
             record.token_id,
             record.actor.id,
             record.actor.kind.value,
             record.actor.model or "",
-            f"{record.created_at:%Y-%m-%d %H:%M:%S}Z",
-            f"{record.revoked_at:%Y-%m-%d %H:%M:%S}Z" if record.revoked_at else "",
+            stamp(record.created_at),
+            expires_label(record, now),
+            stamp(record.revoked_at) if record.revoked_at else "",
         )
     out.print(table)
+
+
+def expires_label(record: TokenRecord, now: datetime) -> str:
+    """A token's expiry as ``actors list`` shows it: ``never``, the time, or the time and ``expired``."""
+    if record.expires_at is None:
+        return "never"
+    return f"{stamp(record.expires_at)} (expired)" if record.expired(now) else stamp(record.expires_at)
 
 
 @actors_app.command("revoke")
@@ -132,3 +168,32 @@ def revoke(
                                    "whether it is revoked[/red]")
         raise typer.Exit(1)
     Console(stderr=True).print(f"revoked {len(revoked)} token(s): {', '.join(r.token_id for r in revoked)}")
+
+
+@actors_app.command("rotate")
+def rotate(
+    actor_id: Annotated[str, typer.Argument(help="The actor whose tokens to replace.")],
+    expires_in: ExpiresIn = None,
+    expires: Expires = None,
+    grace: Annotated[
+        str, typer.Option(help="How long the old tokens keep working: 1h, 30m, 1d (default 0: revoked at once).")
+    ] = "0",
+) -> None:
+    """Issue a new token for an actor (same kind and model), print it once, and end its old tokens after --grace."""
+    expires_at = _expiry(expires_in, expires)
+    try:
+        overlap = parse_duration(grace, option="--grace", zero=True)
+    except BadExpiry as error:
+        raise typer.BadParameter(str(error), param_hint="--grace") from None
+
+    async def work(log):
+        return await (await ActorStore.open(log.nc, stream=log.stream)).rotate(actor_id, expires_at=expires_at, grace=overlap)
+
+    token, record, old = _run(work)
+    _show(token, record)
+    ids = ", ".join(r.token_id for r in old)
+    if overlap:
+        ends = max(r.expires_at for r in old if r.expires_at is not None)
+        Console(stderr=True).print(f"old token(s) {ids} stop working by {stamp(ends)} (grace {grace})")
+    else:
+        Console(stderr=True).print(f"old token(s) {ids} revoked")

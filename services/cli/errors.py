@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from services.actors import ActorsUnavailable
+from services.actors import ActorsUnavailable, NoLiveToken
 from services.log import LogError
 from services.rebuild.generations import GenerationError
 from services.runtime.db import DatabaseNotReadyError
@@ -21,7 +21,7 @@ from services.timeline.as_of import is_claim_id
 
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 # Errors whose message already says what happened and what to do.
-EXPLAINED = (LogError, DatabaseNotReadyError, EmbeddedNatsError, GenerationError, ActorsUnavailable)
+EXPLAINED = (LogError, DatabaseNotReadyError, EmbeddedNatsError, GenerationError, ActorsUnavailable, NoLiveToken)
 
 
 def explain(error: BaseException, settings: Settings | None) -> str | None:

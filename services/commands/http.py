@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, WithJsonSchema
 
 from events import Actor
-from services.actors import ActorsUnavailable
+from services.actors import ActorsUnavailable, TokenExpired
 from services.commands.decide import Kind, Rejected
 from services.commands.models import (
     COMMAND_TYPES,
@@ -79,21 +79,25 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def unauthorized(message: str) -> HTTPException:
+def unauthorized(message: str, error: str = "unauthorized") -> HTTPException:
     return HTTPException(
-        401, detail={"error": "unauthorized", "message": message}, headers={"WWW-Authenticate": 'Bearer realm="claimlog"'}
+        401, detail={"error": error, "message": message}, headers={"WWW-Authenticate": 'Bearer realm="claimlog"'}
     )
 
 
 async def current_actor(api: Api, authorization: Annotated[str | None, Header()] = None) -> Actor:
-    """The actor whose bearer token came with the request; 401 for none, unknown or revoked."""
+    """The actor whose bearer token came with the request; 401 for none, unknown or revoked (``token_expired``
+    for one past its expiry)."""
     if not authorization or not authorization.lower().startswith("bearer "):
         raise unauthorized("writes need a bearer token: Authorization: Bearer <token> (see `claimlog actors add`)")
     try:
         store = await api.actor_store()
     except ActorsUnavailable as error:
         raise unauthorized(str(error)) from None
-    actor = await store.authenticate(authorization[7:].strip())
+    try:
+        actor = await store.authenticate(authorization[7:].strip())
+    except TokenExpired as expired:
+        raise unauthorized(str(expired), error="token_expired") from None
     if actor is None:
         raise unauthorized("the bearer token is unknown or revoked")
     return actor

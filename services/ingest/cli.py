@@ -62,7 +62,7 @@ async def ingest_commands(
     settings: Settings, path: Path, token: str | None, console: Console, *, report_path: Path | None = None, window: int = 512
 ) -> int:
     """Apply a JSON Lines file of commands as the token's actor; returns the exit code (1 when any line was rejected)."""
-    from services.actors import ActorStore, ActorsUnavailable
+    from services.actors import ActorStore, ActorsUnavailable, TokenExpired
     from services.commands.bulk import BulkIngest
     from services.commands.bulk_lines import count_lines, iter_commands, report_json
 
@@ -72,7 +72,7 @@ async def ingest_commands(
     async with open_log(settings, client_name="claimlog-ingest", role="writer") as claim_log:
         try:
             actor = await (await ActorStore.open(claim_log.nc, stream=claim_log.stream)).authenticate(token)
-        except ActorsUnavailable as error:
+        except (ActorsUnavailable, TokenExpired) as error:
             actor, reason = None, str(error)
         else:
             reason = "the token is unknown or revoked"

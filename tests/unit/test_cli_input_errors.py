@@ -57,6 +57,17 @@ def test_revoke_without_whom_or_with_both_says_what_each_form_does():
     assert "not both: claimlog actors revoke ada revokes every token of ada, claimlog actors revoke --token abc123 only" in said
 
 
+def test_an_expiry_that_does_not_read_is_refused_with_the_forms_that_do():
+    said = refused("actors", "add", "ada", "--expires-in", "90 days")
+    assert "--expires-in '90 days' is not a duration: a number and a unit, s m h d or w, e.g. 90d, 12h or 1d12h" in said
+    assert "has no time zone: add one, e.g. --expires 2027-03-01T00:00:00Z" in refused("actors", "add", "ada", "--expires", "2027-03-01T00:00:00")
+    assert "has already passed" in refused("actors", "add", "ada", "--expires", "2020-01-01T00:00:00Z")
+    assert "give --expires-in 90d or --expires 2027-03-01T00:00:00Z, not both" in refused(
+        "actors", "add", "ada", "--expires-in", "90d", "--expires", "2027-03-01T00:00:00Z")
+    assert "--grace 'soon' is not a duration" in refused("actors", "rotate", "ada", "--grace", "soon")
+    assert "--expires-in '1y' is not a duration" in refused("actors", "rotate", "ada", "--expires-in", "1y")
+
+
 def test_an_export_of_something_that_is_not_a_claim_id_is_refused_with_an_example():
     assert "'nope' is not a claim id: write it as CLM- and 4 to 12 digits, e.g. --claim CLM-0338" in refused("export", "--claim", "nope")
 
