@@ -21,7 +21,13 @@ from datetime import datetime, timedelta
 
 from nats.aio.client import Client
 from nats.js.api import KeyValueConfig, StorageType
-from nats.js.errors import BucketNotFoundError, KeyNotFoundError, NoKeysError, NotFoundError
+from nats.js.errors import (
+    BucketNotFoundError,
+    KeyNotFoundError,
+    KeyWrongLastSequenceError,
+    NoKeysError,
+    NotFoundError,
+)
 from nats.js.kv import KeyValue
 from pydantic import BaseModel, ConfigDict
 
@@ -196,6 +202,7 @@ class ActorStore:
         made to expire after ``grace`` (revoked at once without one): the token, its record, the old records.
 
         The new token is stored before any old one is cut short, so the actor is never left without one.
+        Each old record is written only over the revision it was read at: a revocation made meanwhile stands.
         """
         now = utc_now()
         mine = [(key, record) for key, record in await self.records() if record.actor.id == actor_id]
@@ -203,16 +210,24 @@ class ActorStore:
         if not live:
             raise NoLiveToken(_nothing_to_rotate(actor_id, mine))
         token, record = await self._create(live[-1][1].actor, expires_at=expires_at, now=now)
-        cutoff = now + grace
-        old = []
-        for key, previous in live:
-            if grace:
-                update = {"expires_at": min(previous.expires_at or cutoff, cutoff)}
-            else:
-                update = {"revoked_at": now}
-            old.append(previous.model_copy(update=update))
-            await self._kv.put(key, old[-1].model_dump_json().encode())
+        old = [cut for key, _ in live if (cut := await self._cut_short(key, now=now, grace=grace)) is not None]
         return token, record, old
+
+    async def _cut_short(self, key: str, *, now: datetime, grace: timedelta) -> TokenRecord | None:
+        """A live token written again to expire after ``grace`` (revoked without one); None if it is no longer live."""
+        while True:
+            entry = await self._kv.get(key)
+            record = TokenRecord.model_validate_json(entry.value or b"{}")
+            if not record.live(now):
+                return None
+            cutoff = now + grace
+            update = {"expires_at": min(record.expires_at or cutoff, cutoff)} if grace else {"revoked_at": now}
+            updated = record.model_copy(update=update)
+            try:
+                await self._kv.update(key, updated.model_dump_json().encode(), last=entry.revision)
+            except KeyWrongLastSequenceError:
+                continue  # written meanwhile: read it again
+            return updated
 
 
 def _nothing_to_rotate(actor_id: str, records: list[tuple[str, TokenRecord]]) -> str:

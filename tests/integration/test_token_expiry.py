@@ -138,3 +138,16 @@ async def test_bulk_ingest_with_an_expired_token_is_refused_saying_when_and_publ
     )
     assert f"the bearer token {record.token_id} expired at {stamp(expired_at)}" in said(done, 2)
     assert await claim_log.head() == 0
+
+
+async def test_a_rotation_that_read_before_a_revocation_leaves_the_revocation_standing(api: Api, monkeypatch):
+    seen = await api.store.records()
+    await api.store.revoke(actor_id="grace")
+    monkeypatch.setattr(api.store, "records", lambda: _returning(seen))  # the rotation read before the revocation
+    _, _, previous = await api.store.rotate("grace", grace=timedelta(hours=1))
+    assert previous == []
+    assert await api.store.authenticate(api.tokens["grace"]) is None
+
+
+async def _returning(value):
+    return value
