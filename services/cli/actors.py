@@ -192,8 +192,10 @@ def rotate(
     token, record, old = _run(work)
     _show(token, record)
     ids = ", ".join(r.token_id for r in old)
-    if overlap:
-        ends = max(r.expires_at for r in old if r.expires_at is not None)
-        Console(stderr=True).print(f"old token(s) {ids} stop working by {stamp(ends)} (grace {grace})")
+    ends = [r.expires_at for r in old if r.expires_at is not None and r.revoked_at is None]
+    if not old:
+        Console(stderr=True).print("no old token was live any more: each was revoked or expired meanwhile")
+    elif overlap and ends:
+        Console(stderr=True).print(f"old token(s) {ids} stop working by {stamp(max(ends))} (grace {grace})")
     else:
         Console(stderr=True).print(f"old token(s) {ids} revoked")
