@@ -7,7 +7,6 @@ generated tsvector column (migrations 0003 and 0011), ranked by relevance when a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -28,6 +27,7 @@ from sqlalchemy import (
 
 from projections.page_model import LIFECYCLES
 from projections.tables import POSTGRESQL_SEARCH_COLUMN, SEARCH_CONFIG, SQLITE_SEARCH_TABLE, claim_pages
+from services.read_api.search_text import search_terms
 
 # The columns a listing shows of each claim.
 SUMMARY_COLUMNS = (
@@ -64,8 +64,6 @@ SORT_KEYS: dict[str, tuple[ColumnElement, bool]] = {
 SEARCH = table(SQLITE_SEARCH_TABLE, column("rowid"))
 SEARCH_NAME = literal_column(SQLITE_SEARCH_TABLE)  # how FTS5's MATCH and bm25() name the table
 STATEMENT_SEARCH = literal_column(f"{claim_pages.name}.{POSTGRESQL_SEARCH_COLUMN}")  # generated, so undeclared
-TERM = re.compile(r'(-?)(?:"([^"]*)"?|(\S+))')
-WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,16 +161,11 @@ def _tsquery(q: str | None) -> ColumnElement:
 
 
 def fts5_query(q: str) -> str | None:
-    """SQLite FTS5's expression for a web-search query, read as PostgreSQL's websearch_to_tsquery reads it:
-    every word, "a phrase", -excluded, ``or`` between alternatives. None when it names no word to look for.
-    Each word is quoted, so nothing a user types is taken as FTS5 syntax."""
-    alternatives: list[tuple[list[str], list[str]]] = [([], [])]
-    for negated, quoted, bare in TERM.findall(q):
-        if bare.lower() == "or" and not negated:
-            alternatives.append(([], []))
-            continue
-        words = WORD.findall(quoted or bare)
-        if words:
-            alternatives[-1][bool(negated)].append('"' + " ".join(words) + '"')
-    clauses = [" ".join(wanted + [f"NOT {phrase}" for phrase in unwanted]) for wanted, unwanted in alternatives if wanted]
+    """SQLite FTS5's expression for a web-search query, read by ``search_text.search_terms`` as PostgreSQL's
+    websearch_to_tsquery reads it. None when it names no word to look for. Each phrase is quoted, so nothing a
+    user types is taken as FTS5 syntax."""
+    clauses = [
+        " ".join(['"' + " ".join(words) + '"' for words in wanted] + [f'NOT "{" ".join(words)}"' for words in unwanted])
+        for wanted, unwanted in search_terms(q)
+    ]
     return " OR ".join(f"({clause})" for clause in clauses) or None
