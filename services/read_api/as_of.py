@@ -16,6 +16,7 @@ from services.log import ClaimLog, LogError
 from services.read_api.as_of_pages import claim_of_slug, shaped_page
 from services.read_api.errors import bad_request, not_found
 from services.read_api.listing import Listing, ListingQuery, read_past_listing
+from services.read_api.search_text import StatementIndex
 from services.read_api.state import api_state
 from services.timeline.as_of import AsOf, BadAsOf, is_claim_id, page_json_as_of, parse_as_of
 from services.timeline.cache import ClaimEvents
@@ -91,11 +92,17 @@ async def scorecard_rows_as_of(request: Request, as_of: AsOf, capability: str | 
 
 async def listing_as_of(request: Request, query: ListingQuery, as_of: AsOf) -> tuple[int, Listing, int]:
     """The listing ``query`` asks for, as it stood at ``as_of``: the sequence it stands for, the page, and how many
-    claims match; 400 as ``read_listing`` refuses, and for a search (the full-text index is of now)."""
+    claims match; 400 as ``read_listing`` refuses. A search looks in the statements of the summaries folded for
+    the point, indexed once per point by the rules of the database's own search (``search_text``)."""
     claim_log = connected_log(request)
+    state = api_state(request.app)
     try:
         seq, rows = await _history(request).summaries(claim_log, as_of)
     except LogError as error:
         raise HTTPException(503, detail={"error": "log_unavailable", "message": str(error)}) from None
-    listing, total = read_past_listing(rows, query, seq)
+
+    def statements() -> StatementIndex:
+        return state.statement_indexes.at(seq, state.engine.dialect.name, rows)
+
+    listing, total = read_past_listing(rows, query, seq, statements=statements)
     return seq, listing, total

@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import HTTPException
@@ -20,6 +21,7 @@ from projections.page_model import LIFECYCLES, Lifecycle, ReviewState
 from services.read_api import listing_sql
 from services.read_api.errors import bad_request
 from services.read_api.listing_sql import SORT_KEYS, Sort
+from services.read_api.search_text import StatementIndex
 from services.read_api.sequences import Seq, fits_int64
 
 
@@ -73,11 +75,7 @@ class Listing:
 def read_listing(conn: Connection, query: ListingQuery) -> Listing:
     """The page of claims ``query`` asks for; 400 (``bad_sort``, ``bad_query``, ``bad_cursor``) when it cannot be
     answered."""
-    sort = query.sort or ("relevance" if query.q is not None else "id")
-    if sort == "relevance" and query.q is None:
-        raise bad_request("bad_sort", "sort=relevance ranks the claims a search finds: give q as well")
-    if query.q is not None and listing_sql.fts5_query(query.q) is None:
-        raise bad_request("bad_query", f"q={query.q!r} names no word to look for")
+    sort = _sort(query)
     filters = query.filters()
     fingerprint = _fingerprint(sort, filters)
     after = _decode_position(query.cursor, fingerprint=fingerprint, sort=sort) if query.cursor else None
@@ -88,28 +86,44 @@ def read_listing(conn: Connection, query: ListingQuery) -> Listing:
     return Listing(sort, rows, next_cursor)
 
 
-def read_past_listing(rows: list[dict], query: ListingQuery, as_of_seq: int) -> tuple[Listing, int]:
+def _sort(query: ListingQuery) -> Sort:
+    """The order asked for (relevance with q, id without, by default); 400 ``bad_sort`` or ``bad_query`` for a
+    search that cannot be made."""
+    sort = query.sort or ("relevance" if query.q is not None else "id")
+    if sort == "relevance" and query.q is None:
+        raise bad_request("bad_sort", "sort=relevance ranks the claims a search finds: give q as well")
+    if query.q is not None and listing_sql.fts5_query(query.q) is None:
+        raise bad_request("bad_query", f"q={query.q!r} names no word to look for")
+    return sort
+
+
+def read_past_listing(
+    rows: list[dict], query: ListingQuery, as_of_seq: int, *, statements: Callable[[], StatementIndex]
+) -> tuple[Listing, int]:
     """The page of claims ``query`` asks for among ``rows``, every claim's summary as of ``as_of_seq`` (folded from
     the log), in the orders and with the filters and cursors of ``read_listing``; and how many claims match.
 
-    A search (``q``) is refused: it is the database's full-text index of the statements as they are now."""
-    if query.q is not None or query.sort == "relevance":
-        raise bad_request("bad_query", "a listing as of a past point cannot search its statements (q, sort=relevance): "
-                          "the full-text index holds the statements as they are now; search without as_of_seq or as_of")
-    sort = query.sort or "id"
+    A search (``q``) looks in those summaries' statements through ``statements()``, their index
+    (``search_text``): the database's full-text index holds the statements as they are now."""
+    sort = _sort(query)
     filters = query.filters()
     fingerprint = _fingerprint(sort, filters, as_of_seq)
     after = _decode_position(query.cursor, fingerprint=fingerprint, sort=sort) if query.cursor else None
-    column, descending = SORT_KEYS[sort]
+    scores = statements().scores(query.q) if query.q is not None else {}
+    column, descending = (None, True) if sort == "relevance" else SORT_KEYS[sort]
+
+    def key(row: dict) -> Any:
+        return scores[row["claim_id"]] if column is None else row[column.name]
 
     def position(row: dict) -> tuple:
-        return row[column.name], row["claim_id"]
+        return key(row), row["claim_id"]
 
-    matching = sorted((row for row in rows if _passes(row, filters)), key=position, reverse=descending)
+    found = (row for row in rows if _passes(row, filters) and (query.q is None or row["claim_id"] in scores))
+    matching = sorted(found, key=position, reverse=descending)
     total = len(matching)
     if after is not None:
         matching = [row for row in matching if (position(row) < after if descending else position(row) > after)]
-    shown = [{**row, "sort_key": row[column.name]} for row in matching[: query.limit]]
+    shown = [{**row, "sort_key": key(row)} for row in matching[: query.limit]]
     more = len(matching) > query.limit
     next_cursor = _encode_position(fingerprint, shown[-1]["sort_key"], shown[-1]["claim_id"]) if more else None
     return Listing(sort, shown, next_cursor), total

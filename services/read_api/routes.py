@@ -91,7 +91,8 @@ async def list_claims(
     """The registry's listing and search: claims that pass every filter given (active ones only, unless asked),
     in one order, a page at a time (pass ``next_cursor`` back as ``cursor`` with the same query). ``q``
     searches statements through the database's own full-text index. With ``as_of_seq`` or ``as_of``: the
-    listing as it stood then, every claim folded from the log (no ``q``: the index holds today's statements)."""
+    listing as it stood then, every claim folded from the log, ``q`` searching the statements as they were
+    then by the same rules (ranked by BM25; see docs/api.md)."""
     if (point := as_of_point(as_of_seq, as_of)) is not None:
         seq, listing, _ = await listing_as_of(request, query, point)
     else:

@@ -3,10 +3,11 @@ typed dependency.
 
 ``ApiState`` holds every service a route may use: the engine of the active read-model generation, the
 connection to the log once the process has one, the command service, the limits, the live hub, the
-metrics and the as-of caches. The app keeps it as its one attribute, and this module is the only one that
-touches ``app.state`` (``tests/unit/test_composition.py`` checks it): a route takes ``Api`` (or a narrower
-alias of ``deps.py``), code holding the app calls ``api_state(app)``. It may import the read API's own
-services and ``services.commands``, ``services.log``, ``services.timeline``; never a module of routes.
+metrics and the as-of caches (folded summaries, their statement indexes). The app keeps it as its one
+attribute, and this module is the only one that touches ``app.state`` (``tests/unit/test_composition.py``
+checks it): a route takes ``Api`` (or a narrower alias of ``deps.py``), code holding the app calls
+``api_state(app)``. It may import the read API's own services and ``services.commands``,
+``services.log``, ``services.timeline``; never a module of routes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from services.log import ClaimLog
 from services.read_api.command_metrics import CommandMetrics
 from services.read_api.guards import Guards
 from services.read_api.live_hub import LiveHub
+from services.read_api.search_text import StatementIndexes
 from services.timeline.cache import ClaimEvents
 from services.timeline.scorecard import RegistryHistory
 
@@ -58,6 +60,7 @@ class ApiState:
     command_metrics: CommandMetrics | None = None
     claim_events: ClaimEvents = field(default_factory=ClaimEvents)
     registry_history: RegistryHistory = field(default_factory=RegistryHistory)
+    statement_indexes: StatementIndexes = field(default_factory=StatementIndexes)
 
 
 def install_state(app: FastAPI, state: ApiState) -> None:
