@@ -8,7 +8,6 @@ and at the end of ``fold``), so a count can never disagree with what it summariz
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
@@ -181,33 +180,20 @@ def _fields(event: Event, *names: str) -> dict:
     return {name: getattr(event, name) for name in names}
 
 
-# Per page, per id attribute: how many items of its list are indexed, and the index. Lists of sources,
-# disagreements and reviews only grow (a withdrawn one stays), so the index extends itself with the
-# tail it has not seen. Without it, folding a long claim is quadratic: every event scans its lists.
-# Keyed by id(page) with a weak reference (pages are unhashable dataclasses), dropped with the page.
-_INDEXES: dict[int, tuple[weakref.ref, dict[str, tuple[int, dict]]]] = {}
-
-
-def _indexes(page: ClaimPage) -> dict[str, tuple[int, dict]]:
-    key = id(page)
-    found = _INDEXES.get(key)
-    if found is not None and found[0]() is page:
-        return found[1]
-    indexes: dict[str, tuple[int, dict]] = {}
-    _INDEXES[key] = (weakref.ref(page, lambda _ref, key=key: _INDEXES.pop(key, None)), indexes)
-    return indexes
-
-
 def _find(page: ClaimPage, items: list, attribute: str, value: str):
-    """The first item of ``items`` whose ``attribute`` is ``value`` (None if there is none)."""
-    indexes = _indexes(page)
-    known, index = indexes.get(attribute, (0, {}))
+    """The first item of ``items`` whose ``attribute`` is ``value`` (None if there is none).
+
+    The page carries, per id attribute, how many items of its list are indexed and the index. Lists of
+    sources, disagreements and reviews only grow (a withdrawn one stays), so the index extends itself with
+    the tail it has not seen. Without it, folding a long claim is quadratic: every event scans its lists.
+    """
+    known, index = page._index.get(attribute, (0, {}))
     if known > len(items):
         known, index = 0, {}
     if known < len(items):
         for item in items[known:]:
             index.setdefault(getattr(item, attribute), item)
-        indexes[attribute] = (len(items), index)
+        page._index[attribute] = (len(items), index)
     return index.get(value)
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import TypeAdapter, computed_field
+from pydantic import Field, TypeAdapter, computed_field
+from pydantic.json_schema import SkipJsonSchema
 
 from events import Actor
 from events.review import ReviewerKind
@@ -169,7 +170,12 @@ class Notes:
     falsifier_now: str | None = None
 
 
-@dataclass(slots=True, kw_only=True, weakref_slot=True)  # weakref: the fold's id indexes (claim_page._find)
+# The fold's lookup by id, carried by the page it indexes (``claim_page._find``): never an argument, never
+# compared, printed, serialized or in the schema; a page read from JSON or made by ``replace`` starts without one.
+FoldIndex = Annotated[dict[str, Any], Field(exclude=True), SkipJsonSchema()]
+
+
+@dataclass(slots=True, kw_only=True)
 class ClaimPage:
     """One claim's page, as of the log sequence ``as_of_seq``."""
 
@@ -191,6 +197,7 @@ class ClaimPage:
     event_count: int = 0  # the claim's events folded into this page (as-of reads start from every SNAPSHOT_EVERY-th)
     as_of_seq: int
     as_of_time: datetime
+    _index: FoldIndex = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
 PAGE: TypeAdapter[ClaimPage] = TypeAdapter(ClaimPage)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from events import Actor, Event
 from projections.base import Record
-from projections.claim_page import fold
+from projections.claim_page import apply, derive, fold
 from projections.page_model import PAGE
 from tests.builders import (
     BOT,
@@ -138,3 +138,15 @@ def test_standing_follows_the_rules_in_docs_scorecard_md():
     assert standing({"supports": 1, "contradicts": 1}) == "contested"
     assert standing({"validates": 1, "contradicts": 2}) == "contested"
     assert standing({"contradicts": 1, "qualifies": 1}) == "refuted"
+
+
+def test_a_page_read_back_from_json_folds_on_like_the_page_that_was_stored():
+    folded = page_of([drafted(CLAIM), attached(CLAIM, "s1"), attached(CLAIM, "s2"), withdrawn(CLAIM, "s1")])
+    stored = PAGE.dump_json(folded)
+    assert "_index" not in json.loads(stored) and "_index" not in repr(folded)
+    read_back = PAGE.validate_json(stored)
+    assert read_back == folded
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    for page in (folded, read_back):
+        derive(apply(page, withdrawn(CLAIM, "s2"), 5, at))
+    assert read_back == folded and folded.counts.sources_withdrawn == 2
