@@ -37,6 +37,7 @@ from bench.workload import claim_events  # noqa: E402
 from projections.registry import build_projections  # noqa: E402
 from services.log import Delivery  # noqa: E402
 from services.log.chain import chain  # noqa: E402
+from services.log.signing import Attribution  # noqa: E402
 from services.projector import Projector  # noqa: E402
 from services.runtime.compose import run  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
@@ -60,9 +61,10 @@ class MemoryLog:
 
     def __init__(self, log: list[Delivery]) -> None:
         self._log, self._at, self._batch = log, 0, 1000
+        self.attribution = Attribution({}, None)  # a log with no signing keys: unsigned events are attributable
 
-    def consumer(self, name: str, *, max_batch: int) -> MemoryLog:
-        self._batch = max_batch
+    def consumer(self, name: str, *, max_batch: int, partition: int | None = None) -> MemoryLog:
+        self._batch = max_batch  # one runner over the whole log: no partition to filter by
         return self
 
     async def start(self, after_seq: int) -> None:
