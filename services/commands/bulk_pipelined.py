@@ -10,17 +10,18 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 from events import Actor
 from events.envelope import utc_now
+from services.commands.attempts import existing_claims, has_events, until_stored
 from services.commands.bulk_lines import BulkReport, Line, LineError
 from services.commands.decide import Context, Rejected, decide, referenced_claims
 from services.commands.service import already_done
 from services.commands.state import ClaimState, claim_state
 from services.log import ClaimLog, ConflictError, LogError, Pipeline
-
-CONFLICT_RETRIES = 5
 
 
 class PipelinedIngest:
@@ -61,26 +62,22 @@ class PipelinedIngest:
             await self._claim(claim_id, lines, pipeline)
 
     async def _claim(self, claim_id: str, lines: list[Line], pipeline: Pipeline) -> None:
-        state = claim_state(claim_id, await self._log.read_claim(claim_id))
+        view = _View(self._log, claim_id, claim_state(claim_id, await self._log.read_claim(claim_id)))
         for line in lines:
-            for _ in range(CONFLICT_RETRIES):
-                try:
-                    await self._line(line, state, pipeline)
-                    break
-                except ConflictError:  # another writer moved the claim: read it again, decide again
-                    state = claim_state(claim_id, await self._log.read_claim(claim_id))
-            else:
-                self._reject(line, "write_conflict", f"{claim_id} kept changing during {CONFLICT_RETRIES} attempts")
+            try:
+                await until_stored(claim_id, partial(self._line, line, view, pipeline), read_again=view.read_again)
+            except Rejected as rejected:
+                self._reject(line, rejected.reason, rejected.message)
             self._on_line(1)
 
-    async def _line(self, line: Line, state: ClaimState, pipeline: Pipeline) -> None:
-        command = line.command
+    async def _line(self, line: Line, view: _View, pipeline: Pipeline) -> None:
+        command, state = line.command, view.state
         try:
             if already_done(command, state, line.event_id, self._actor) is not None:
                 self.report.present += 1
                 return
             others = referenced_claims(command)
-            existing = await self._existing(others, before=line.number) if others else frozenset()
+            existing = await existing_claims(others, partial(self._exists_before, before=line.number))
             ctx = Context(self._actor, line.event_id, self._clock(), existing_claims=existing, prev_hash=state.head_hash)
             events = decide(command, state, ctx)
         except Rejected as rejected:
@@ -101,18 +98,27 @@ class PipelinedIngest:
             self.report.accepted += 1
             self.report.last_seq = max(self.report.last_seq, appended.last_seq)
 
-    async def _existing(self, claim_ids: set[str], *, before: int) -> frozenset[str]:
-        found = set()
-        for claim_id in claim_ids:
-            drafted_at = self._drafted_at.get(claim_id)
-            if drafted_at is not None and drafted_at < before:
-                found.add(claim_id)
-                continue
-            if claim_id not in self._known:
-                self._known[claim_id] = bool(await self._log.read_claim(claim_id, up_to_seq=self._start_head))
-            if self._known[claim_id]:
-                found.add(claim_id)
-        return frozenset(found)
+    async def _exists_before(self, claim_id: str, *, before: int) -> bool:
+        """Whether the claim is drafted by a line before ``before``, or was in the log when the run started."""
+        drafted_at = self._drafted_at.get(claim_id)
+        if drafted_at is not None and drafted_at < before:
+            return True
+        if claim_id not in self._known:
+            self._known[claim_id] = await has_events(self._log, claim_id, up_to_seq=self._start_head)
+        return self._known[claim_id]
 
     def _reject(self, line: Line, reason: str, message: str) -> None:
         self.report.rejected.append(LineError(line.number, reason, message))
+
+
+@dataclass
+class _View:
+    """The claim's state its lines are decided against, read again when another writer moved it."""
+
+    log: ClaimLog
+    claim_id: str
+    state: ClaimState
+
+    async def read_again(self) -> None:
+        """Another writer moved the claim: the next attempt decides against the log's state of it."""
+        self.state = claim_state(self.claim_id, await self.log.read_claim(self.claim_id))

@@ -29,6 +29,7 @@ from datetime import datetime
 
 from events import Actor, Event, new_event_id
 from events.envelope import utc_now
+from services.commands.attempts import ReadAgain, existing_claims, has_events, until_stored
 from services.commands.decide import Context, Kind, Rejected, decide, referenced_claims
 from services.commands.models import Command
 from services.commands.shared_state import SLUGS, LazyBucket
@@ -36,7 +37,6 @@ from services.commands.slugs import SlugOwners
 from services.commands.state import ClaimState, claim_state
 from services.log import ClaimLog, ConflictError
 
-ATTEMPTS = 5
 CACHED_CLAIMS = 10_000
 IDEMPOTENCY_NAMESPACE = uuid.UUID("6f1c2a0e-3d4b-5c6d-8e9f-0a1b2c3d4e5f")
 
@@ -128,7 +128,7 @@ class CommandService:
             idempotent_event_id(actor, command.claim_id, idempotency_key) if idempotency_key else new_event_id()
         )
         earlier = unscoped_event_id(actor, idempotency_key) if idempotency_key and not command.event_id else None
-        existing = await self._existing(referenced_claims(command))
+        existing = await existing_claims(referenced_claims(command), lambda claim_id: has_events(self._log, claim_id))
         slug = _Slug(command.slug if command.command == "draft_claim" else None)
         try:
             return await self._attempts(command, actor, event_id, earlier, existing, expected_version, slug)
@@ -142,44 +142,46 @@ class CommandService:
     async def _attempts(self, command, actor, event_id, earlier, existing, expected_version, slug: _Slug) -> Outcome:
         # A cached state is used as it is: the append's expected sequence catches a claim that moved
         # meanwhile. Only a state checked against the log may refuse a command.
-        state, checked = self._states.get(command.claim_id), False
-        for _ in range(ATTEMPTS):
-            if state is None or (checked is False and _must_check(state, expected_version)):
-                state, checked = await self.state(command.claim_id), True
-            done = already_done(command, state, event_id, actor)
-            if done is None and earlier is not None:
-                done = already_done(command, state, earlier, actor)
-            if done is not None:
-                return done
-            try:
-                if expected_version is not None and expected_version != state.head_seq:
-                    raise stale(command.claim_id, expected_version, state.head_seq)
-                if slug.slug is not None and slug.owner is None and not state.drafted:
-                    slug.owner, slug.taken = await self._slugs.take(slug.slug, command.claim_id)
-                ctx = Context(
-                    actor=actor, event_id=event_id, now=self._clock(), correlation_id=event_id,
-                    existing_claims=existing, prev_hash=state.head_hash, slug_owner=slug.owner,
-                )
-                events = decide(command, state, ctx)
-            except Rejected:
-                if checked:
-                    raise
-                state = None  # perhaps refused only because the cached state is behind: check it
-                continue
-            try:
-                appended = await self._log.append(
-                    command.claim_id, events, expected_seq=state.head_seq, prev_hash=state.head_hash
-                )
-            except ConflictError:
-                if expected_version is not None:
-                    raise stale(command.claim_id, expected_version, None) from None
-                state = None  # another writer moved the claim: decide again against what it did
-                continue
-            slug.taken = False  # stored: the slug stays the claim's
-            if not appended.duplicate and len(events) == 1:  # the cached state takes what was just written
-                state.evolve(events[0], appended.last_seq, appended.last_hash)
-            return Outcome(command.claim_id, command.command, refs(events, appended.first_seq), appended.duplicate)
-        raise Rejected(Kind.CONFLICT, "write_conflict", f"{command.claim_id} kept changing during {ATTEMPTS} attempts; retry")
+        view = _View(self._states.get(command.claim_id))
+
+        async def attempt() -> Outcome:
+            if view.state is None or (view.checked is False and _must_check(view.state, expected_version)):
+                view.state, view.checked = await self.state(command.claim_id), True
+            return await self._attempt(command, actor, event_id, earlier, existing, expected_version, slug, view)
+
+        return await until_stored(command.claim_id, attempt, read_again=view.forget)
+
+    async def _attempt(self, command, actor, event_id, earlier, existing, expected_version, slug: _Slug, view: _View) -> Outcome:
+        state = view.state
+        done = already_done(command, state, event_id, actor)
+        if done is None and earlier is not None:
+            done = already_done(command, state, earlier, actor)
+        if done is not None:
+            return done
+        try:
+            if expected_version is not None and expected_version != state.head_seq:
+                raise stale(command.claim_id, expected_version, state.head_seq)
+            if slug.slug is not None and slug.owner is None and not state.drafted:
+                slug.owner, slug.taken = await self._slugs.take(slug.slug, command.claim_id)
+            ctx = Context(
+                actor=actor, event_id=event_id, now=self._clock(), correlation_id=event_id,
+                existing_claims=existing, prev_hash=state.head_hash, slug_owner=slug.owner,
+            )
+            events = decide(command, state, ctx)
+        except Rejected:
+            if view.checked:
+                raise
+            raise ReadAgain from None  # perhaps refused only because the cached state is behind: check it
+        try:
+            appended = await self._log.append(command.claim_id, events, expected_seq=state.head_seq, prev_hash=state.head_hash)
+        except ConflictError:
+            if expected_version is not None:
+                raise stale(command.claim_id, expected_version, None) from None
+            raise  # another writer moved the claim: decide again against what it did
+        slug.taken = False  # stored: the slug stays the claim's
+        if not appended.duplicate and len(events) == 1:  # the cached state takes what was just written
+            state.evolve(events[0], appended.last_seq, appended.last_hash)
+        return Outcome(command.claim_id, command.command, refs(events, appended.first_seq), appended.duplicate)
 
     async def state(self, claim_id: str) -> ClaimState:
         """The claim's current state: the cached one brought up to the log's head, or read in full.
@@ -199,12 +201,17 @@ class CommandService:
             self._states.popitem(last=False)
         return state
 
-    async def _existing(self, claim_ids: set[str]) -> frozenset[str]:
-        found = set()
-        for claim_id in claim_ids:
-            if (await self._log.claim_head(claim_id)).seq > 0:
-                found.add(claim_id)
-        return frozenset(found)
+
+@dataclass
+class _View:
+    """The claim's state an attempt decides against, and whether it was checked against the log."""
+
+    state: ClaimState | None
+    checked: bool = False
+
+    async def forget(self) -> None:
+        """Another writer moved the claim, or the state may be behind: the next attempt reads it again."""
+        self.state = None
 
 
 @dataclass
