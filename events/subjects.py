@@ -119,11 +119,8 @@ def exported_subject(subject: str) -> tuple[str, str]:
     """``(claim_id, event_type)`` of a subject as any claimlog log stored it, whatever its prefix and
     partitions: ``<prefix>.<claim>.<Type>`` (unpartitioned) or ``<prefix>.<p>.<claim>.<Type>``."""
     tokens = subject.split(".") if isinstance(subject, str) else []
-    if all(_TOKEN.match(token) for token in tokens):
-        if len(tokens) == 3:
-            return tokens[1], tokens[2]
-        if len(tokens) == 4 and tokens[1].isdigit():
-            return tokens[2], tokens[3]
+    if all(_TOKEN.match(token) for token in tokens) and (len(tokens) == 3 or (len(tokens) == 4 and tokens[1].isdigit())):
+        return claim_and_type(subject)
     raise ValueError(f"subject {subject!r} is not <prefix>.<claim id>.<event type> nor <prefix>.<partition>.<claim id>.<event type>")
 
 
@@ -156,9 +153,17 @@ def claim_filter(claim_id: str) -> str:
     return DEFAULT_LAYOUT.claim_filter(claim_id)
 
 
-def claim_of(subject: str) -> str:
-    """The claim id in a stored subject of any prefix, partitioned or not (a subject of no known shape is its own)."""
+def claim_and_type(subject: str) -> tuple[str, str]:
+    """``(claim_id, event_type)`` of a stored subject of any prefix, partitioned or not (a subject of no
+    known shape names itself as the claim, its last token as the type)."""
     tokens = subject.split(".")
     if len(tokens) == 4:
-        return tokens[2]
-    return tokens[1] if len(tokens) == 3 else subject
+        return tokens[2], tokens[3]
+    if len(tokens) == 3:
+        return tokens[1], tokens[2]
+    return subject, tokens[-1]
+
+
+def claim_of(subject: str) -> str:
+    """The claim id in a stored subject of any prefix, partitioned or not (a subject of no known shape is its own)."""
+    return claim_and_type(subject)[0]

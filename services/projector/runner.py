@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import nats.errors
 
 from events import UnknownEventError, decode
-from events.subjects import claim_of
+from events.subjects import claim_and_type, claim_of
 from projections.base import Record
 from services.keys import AttributionCache, load_attribution
 from services.log import ClaimLog, Delivery, DurableConsumer
@@ -212,7 +212,7 @@ def _attributable(delivery: Delivery, record: Record, attribution: Attribution) 
     """Raise ``UnknownEventError`` with why when the event's subject names another claim or type than its
     body, or nobody who may speak for its actor vouches for it; such an event is never folded."""
     event, subject = record.event, delivery.subject
-    named, named_type = claim_of(subject), subject.rsplit(".", 1)[-1]
+    named, named_type = claim_and_type(subject)
     if named != event.claim_id or named_type != event.type:
         raise UnknownEventError(f"its subject {subject} names a {named_type} of {named}, its body a {event.type} of {event.claim_id}")
     try:

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from events import Actor, Event, UnknownEventError
+from events.subjects import claim_and_type
 from projections.claim_page import apply
 from projections.page_model import ClaimPage
 from services.log import StoredEvent
@@ -73,7 +74,7 @@ def claim_history(claim_id: str, stored: Iterable[StoredEvent]) -> list[Entry] |
         try:
             event = item.event
         except UnknownEventError as error:
-            entries.append(Entry(seq=item.seq, stored_at=item.stored_at, type=item.subject.rsplit(".", 1)[-1], unreadable=str(error)))
+            entries.append(Entry(seq=item.seq, stored_at=item.stored_at, type=claim_and_type(item.subject)[1], unreadable=str(error)))
             continue
         if event.claim_id != claim_id:
             continue

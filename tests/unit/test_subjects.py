@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from events.subjects import LogLayout, claim_of, exported_subject, partition_of_token, read_transform
+from events.subjects import LogLayout, claim_and_type, claim_of, exported_subject, partition_of_token, read_transform
 
 
 def test_the_partition_is_fnv1a_32_of_the_claim_token_modulo_n():
@@ -67,3 +67,12 @@ def test_an_exported_subject_of_either_layout_and_any_prefix_names_its_claim_and
     assert claim_of("reg2.5.CLM-1.ClaimDrafted") == claim_of("claims.CLM-1.ClaimDrafted") == "CLM-1"
     with pytest.raises(ValueError, match="is not"):
         exported_subject("claims.CLM-1")
+    with pytest.raises(ValueError, match="is not"):
+        exported_subject("claims.p1.CLM-1.ClaimDrafted")
+
+
+def test_every_reader_of_a_stored_subject_names_the_same_claim_and_type():
+    for subject in ("claims.CLM-1.ClaimDrafted", "reg2.5.CLM-1.ClaimDrafted"):
+        assert claim_and_type(subject) == exported_subject(subject) == ("CLM-1", "ClaimDrafted")
+        assert claim_of(subject) == "CLM-1"
+    assert claim_and_type("odd") == ("odd", "odd") and claim_of("a.b") == "a.b"
