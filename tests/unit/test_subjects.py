@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from events.subjects import LogLayout, claim_and_type, claim_of, exported_subject, partition_of_token, read_transform
+from events.subjects import (
+    LogLayout,
+    claim_and_type,
+    claim_of,
+    exported_subject,
+    partition_of_token,
+    read_transform,
+)
 
 
 def test_the_partition_is_fnv1a_32_of_the_claim_token_modulo_n():
