@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections import OrderedDict, defaultdict
+from array import array
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
@@ -115,68 +116,84 @@ def _stemmer(algorithm: str) -> BaseStemmer:
 
 
 class StatementIndex:
-    """The statements of every claim at one point of the log, read into terms once: where each term stands in
-    each statement, and each statement's length, for ``scores``."""
+    """The statements of every claim at one point of the log, read into terms once, for ``scores``: each
+    statement's terms in order, and for each term the statements that hold it, once per occurrence (4 bytes
+    each, so the index stays a small part of the summaries it is built from)."""
 
     def __init__(self, statements: Iterable[tuple[str, str]], rules: Rules) -> None:
         self._rules = rules
-        self._places: defaultdict[str, dict[str, list[int]]] = defaultdict(dict)  # term -> claim id -> places
-        self._lengths: dict[str, int] = {}
-        for claim_id, statement in statements:
-            words = terms(statement, rules)
-            self._lengths[claim_id] = len(words)
-            for place, term in enumerate(words):
+        self._claims: list[str] = []
+        self._terms: list[tuple[str | None, ...]] = []
+        self._postings: defaultdict[str, array] = defaultdict(lambda: array("I"))  # term -> statement numbers
+        for number, (claim_id, statement) in enumerate(statements):
+            words = tuple(terms(statement, rules))
+            self._claims.append(claim_id)
+            self._terms.append(words)
+            for term in words:
                 if term is not None:
-                    self._places[term].setdefault(claim_id, []).append(place)
-        self._average = sum(self._lengths.values()) / len(self._lengths) if self._lengths else 0.0
+                    self._postings[term].append(number)
+        self._average = sum(map(len, self._terms)) / len(self._terms) if self._terms else 0.0
 
     def scores(self, q: str) -> dict[str, float]:
         """The claims whose statement matches ``q``, each with its relevance (BM25, larger is better)."""
-        found: dict[Phrase, dict[str, int]] = {}
+        found: dict[Phrase, Counter[int]] = {}
         alternatives = [([self._phrase(p) for p in wanted], [self._phrase(p) for p in unwanted])
                         for wanted, unwanted in search_terms(q)]
-        matched: set[str] = set()
+        matched: set[int] = set()
         for wanted, unwanted in alternatives:
             wanted, unwanted = [p for p in wanted if p], [p for p in unwanted if p]  # stop words only: left out
             if not wanted:
                 continue
-            claims = set.intersection(*(set(self._hits(p, found)) for p in wanted))
-            matched |= claims.difference(*(self._hits(p, found) for p in unwanted))
+            numbers = set.intersection(*(set(self._hits(p, found)) for p in wanted))
+            matched |= numbers.difference(*(self._hits(p, found) for p in unwanted))
         phrases = [p for wanted, unwanted in alternatives for p in wanted + unwanted if p]
-        return {claim_id: self._bm25(claim_id, phrases, found) for claim_id in matched}
+        return {self._claims[number]: self._bm25(number, phrases, found) for number in matched}
 
     def _phrase(self, words: list[str]) -> Phrase:
         """A query phrase's terms and their places, stop words at either end dropped."""
         placed = [(place, term) for place, term in enumerate(terms(" ".join(words), self._rules)) if term is not None]
         return tuple((place - placed[0][0], term) for place, term in placed)
 
-    def _hits(self, phrase: Phrase, found: dict[Phrase, dict[str, int]]) -> dict[str, int]:
-        """How many times each claim's statement holds the phrase (claims without it left out)."""
-        if phrase in found:
-            return found[phrase]
-        postings = [(offset, self._places.get(term, {})) for offset, term in phrase]
-        (_, first), rest = postings[0], postings[1:]
-        hits = {}
-        for claim_id, starts in first.items():
-            later = [(offset, set(places[claim_id])) for offset, places in rest if claim_id in places]
-            if len(later) < len(rest):
-                continue
-            count = sum(all(start + offset in places for offset, places in later) for start in starts)
-            if count:
-                hits[claim_id] = count
-        found[phrase] = hits
+    def _hits(self, phrase: Phrase, found: dict[Phrase, Counter[int]]) -> Counter[int]:
+        """How many times each statement holds the phrase (statements without it left out)."""
+        if phrase not in found:
+            if len(phrase) == 1:
+                found[phrase] = Counter(self._postings.get(phrase[0][1], ()))
+            else:
+                found[phrase] = self._phrase_hits(phrase)
+        return found[phrase]
+
+    def _phrase_hits(self, phrase: Phrase) -> Counter[int]:
+        """A phrase's occurrences, looked for in the statements that hold all its terms."""
+        postings = sorted((self._postings.get(term, array("I")) for _, term in phrase), key=len)
+        (_, first), rest = phrase[0], phrase[1:]
+        hits: Counter[int] = Counter()
+        for number in set(postings[0]).intersection(*postings[1:]):
+            words, start = self._terms[number], -1
+            end = len(words) - phrase[-1][0]  # the phrase starts before this
+            while (start := _find(words, first, start + 1, end)) >= 0:
+                if all(words[start + offset] == term for offset, term in rest):
+                    hits[number] += 1
         return hits
 
-    def _bm25(self, claim_id: str, phrases: list[Phrase], found: dict[Phrase, dict[str, int]]) -> float:
+    def _bm25(self, number: int, phrases: list[Phrase], found: dict[Phrase, Counter[int]]) -> float:
         """FTS5's bm25() of one statement, with the opposite sign (larger is better)."""
-        claims, score = len(self._lengths), 0.0
-        norm = K1 * (1 - B + B * self._lengths[claim_id] / self._average)
+        statements, score = len(self._terms), 0.0
+        norm = K1 * (1 - B + B * len(self._terms[number]) / self._average)
         for phrase in phrases:
             hits = self._hits(phrase, found)
-            idf = max(math.log((claims - len(hits) + 0.5) / (len(hits) + 0.5)), 1e-6)
-            frequency = hits.get(claim_id, 0)
+            idf = max(math.log((statements - len(hits) + 0.5) / (len(hits) + 0.5)), 1e-6)
+            frequency = hits.get(number, 0)
             score += idf * frequency * (K1 + 1) / (frequency + norm)
         return score
+
+
+def _find(words: tuple[str | None, ...], term: str, start: int, end: int) -> int:
+    """The first place of ``term`` in ``words[start:end]``, or -1."""
+    try:
+        return words.index(term, start, end)
+    except ValueError:
+        return -1
 
 
 class StatementIndexes:
