@@ -22,6 +22,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/read_api.py
 	$(BIN)/python bench/replay.py
 	$(BIN)/python bench/live.py
+	$(BIN)/python bench/past_search.py
 	$(BIN)/python bench/results.py --write
 
 # The benchmarks' peers (the eventsourcing library, for bench/replay.py) on top of the test install.
