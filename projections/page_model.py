@@ -18,6 +18,7 @@ from events.review import ReviewerKind
 
 ReviewState = Literal["unreviewed", "reviewed by AI", "reviewed by a person"]
 Lifecycle = Literal["active", "retracted", "superseded"]
+Presence = Literal["active", "withdrawn"]  # a withdrawn source or review stays on the page, struck through
 LIFECYCLES: tuple[str, ...] = get_args(Lifecycle)
 
 
@@ -44,7 +45,7 @@ class SourceView:
     measured: str
     breadth: str | None = None
     truncated: bool = False
-    state: Literal["active", "withdrawn"] = "active"
+    state: Presence = "active"
     brought: Stamp  # who attached it; with imported_from, who imported it (the page does not say who brought it)
     imported_from: str | None = None
     corrections: list[Correction] = field(default_factory=list)
@@ -102,7 +103,7 @@ class ReviewView:
     confidence: str
     revision: int
     summary: str | None = None
-    state: Literal["active", "withdrawn"] = "active"
+    state: Presence = "active"
     recorded: Stamp
     withdrawn: Withdrawal | None = None
 

@@ -59,21 +59,21 @@ def shaped_page_json(
         return doc.encode()
     page = json.loads(doc)
     page["related"] = page["related"][:RELATED_SHOWN]
-    if resolve_by_statement is None:
-        resolve_related(conn, page["related"])
-    else:
-        unresolved = {r["key"]: r for r in page["related"] if r["claim_id"] is None}
-        if unresolved:
-            resolve_by_statement(unresolved)
-        resolve_related(conn, page["related"], resolve=False)
+    resolve_related(conn, page["related"], resolve_by_statement=resolve_by_statement)
     return json.dumps(page, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def resolve_related(conn: Connection, related: list[dict], *, resolve: bool = True) -> None:
-    """Related claims known by statement resolved to their pages, and each one in the registry given its
-    review state now, flagged when the stored label says otherwise (``resolve=False``: the review states
-    only, of those that already have a claim id). One indexed read."""
-    unresolved = {r["key"]: r for r in related if r["claim_id"] is None} if resolve else {}
+def resolve_related(
+    conn: Connection, related: list[dict], *, resolve_by_statement: Callable[[dict[str, dict]], None] | None = None
+) -> None:
+    """Related claims known by statement resolved to their pages (by ``resolve_by_statement`` when given,
+    otherwise in the same read as the review states), and each one in the registry given its review state
+    now, flagged when the stored label says otherwise. One indexed read."""
+    unresolved = {r["key"]: r for r in related if r["claim_id"] is None}
+    if resolve_by_statement is not None:
+        if unresolved:
+            resolve_by_statement(unresolved)
+        unresolved = {}
     by_id = {r["claim_id"]: r for r in related if r["claim_id"] is not None}
     query = select(claim_pages.c.statement_key, claim_pages.c.claim_id, claim_pages.c.review_state).where(
         or_(claim_pages.c.statement_key.in_(list(unresolved)), claim_pages.c.claim_id.in_(list(by_id)))
