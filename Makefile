@@ -23,6 +23,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/replay.py
 	$(BIN)/python bench/live.py
 	$(BIN)/python bench/past_search.py
+	$(BIN)/python bench/fuzz_log.py
 	$(BIN)/python bench/results.py --write
 
 # The benchmarks' peers (the eventsourcing library, for bench/replay.py) on top of the test install.

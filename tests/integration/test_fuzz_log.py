@@ -1,6 +1,9 @@
 """Hundreds of crafted events published with the writer's credential, between valid claims' events: the
 projector never stops, each crafted event ends folded, parked or recorded unreadable, the valid claims'
-pages are exactly their own events folded, and a clean replay of the same log gives the same tables."""
+pages are exactly their own events folded, and a clean replay of the same log gives the same tables.
+
+Then the same with signatures required: a small run of bench/fuzz_log.py, a direct producer's signed
+events and mutations of them (bench/fuzz_mutations.py), checked by bench/fuzz_checks.py."""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select
 
+from bench.fuzz_log import fuzz
+from bench.fuzz_mutations import KINDS
 from events import UnknownEventError, decode, encode
 from projections.checksum import table_checksums
 from projections.tables import unreadable_events
@@ -107,3 +112,13 @@ async def test_crafted_events_never_stop_the_projector_nor_touch_the_other_claim
     finally:
         await writer.close()
         await admin.nc.close()
+
+
+async def test_signed_events_and_their_mutations_fold_exactly_as_a_log_of_the_attributable_ones_alone(tmp_path: Path):
+    outcome = await fuzz(events=400, seed=20261206, workdir=tmp_path)
+    assert outcome.problems == []
+    published = outcome.published
+    assert {kind for kind in KINDS if published.sent[kind]} == set(KINDS), "every kind of mutation is published"
+    assert published.deduplicated["duplicate"] == published.sent["duplicate"], "a republished message id is stored once"
+    assert outcome.unreadable, "the mutations must reach the projector, or nothing is tested"
+    assert any(published.kinds[seq] == "wrong_prev_hash" for seq in published.folds), "a signed event off its chain folds"
