@@ -1,33 +1,26 @@
 #!/usr/bin/env node
 // Drafts a claim and attaches one source to it on the claimlog stream, from Node.js.
 //
-//   node producer.mjs nats://[producer:password@]host:4222 CLM-0001234
+//   CLAIMLOG_SIGNING_KEY=producer.pem node producer.mjs nats://[producer:password@]host:4222 CLM-0001234
 //
-// It writes exactly as claimlog's own log module does: the event id as Nats-Msg-Id (a retry is
-// stored once), the claim's expected last sequence (of two racing writers one is refused), the
-// SHA-256 of the claim's previous stored message as prev_hash, and a checked acknowledgement.
-import { createHash, randomBytes } from "node:crypto";
+// It writes exactly as claimlog's own log module does: a message id derived from the actor, the claim
+// and the event id (a retry is stored once), the claim's expected last sequence (of two racing writers
+// one is refused), the SHA-256 of the claim's previous stored message as prev_hash, each append signed
+// with the producer's own key (contract.mjs), and a checked acknowledgement.
 import { ErrorCode, connect, headers } from "nats";
+import { eventHash, messageId, signatureHeaders, signerFromFile, uuidv7 } from "./contract.mjs";
 
 const STREAM = process.env.CLAIMLOG_STREAM ?? "CLAIMS";
 const PREFIX = process.env.CLAIMLOG_SUBJECT_PREFIX ?? "claims";
 // The stream stores claims.<claim>.<Type> as claims.<partition>.<claim>.<Type> (the server computes the
 // partition); a stream made before partitions (CLAIMLOG_PARTITIONS=0) stores it as published.
 const PARTITIONED = (process.env.CLAIMLOG_PARTITIONS ?? "16") !== "0";
+// The producer's private key, registered with `claimlog actors key add node-producer --out FILE`. Without
+// it the events are unsigned: readable only while the registry does not require signatures.
+const SIGNING_KEY = process.env.CLAIMLOG_SIGNING_KEY || null;
 const ACTOR = { id: "node-producer", kind: "service" }; // a model would be { id, kind: "model", model: "name-1" }
 const WRONG_LAST_SEQUENCE = 10071;
 
-/** A time-ordered UUIDv7: 48 bits of Unix milliseconds, then random bits. */
-function uuidv7() {
-  const bytes = randomBytes(16);
-  bytes.writeUIntBE(Date.now(), 0, 6);
-  bytes[6] = (bytes[6] & 0x0f) | 0x70; // version 7
-  bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562 variant
-  const hex = bytes.toString("hex");
-  return [hex.slice(0, 8), hex.slice(8, 12), hex.slice(12, 16), hex.slice(16, 20), hex.slice(20)].join("-");
-}
-
-const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
 const claimFilter = (claimId) => (PARTITIONED ? `${PREFIX}.*.${claimId}.*` : `${PREFIX}.${claimId}.*`);
 
 /**
@@ -74,23 +67,31 @@ function sourceAttached(claimId, prevHash) {
 async function claimHead(jsm, claimId) {
   try {
     const last = await jsm.direct.getMessage(STREAM, { last_by_subj: claimFilter(claimId) });
-    return { seq: last.seq, hash: sha256(last.data) };
+    return { seq: last.seq, hash: eventHash(last.data) };
   } catch (error) {
     if (error.code === ErrorCode.JetStream404NoMessages) return { seq: 0, hash: null };
     throw error;
   }
 }
 
-/** Publish one event if the claim's last stored event is still at expectedSeq; throws if refused. */
-async function append(js, event, expectedSeq) {
+/**
+ * Publish one event if the claim's last stored event is still at expectedSeq, signed by signer (when
+ * there is one) as an append of one event; throws if refused.
+ */
+async function append(js, event, expectedSeq, signer) {
   const subject = `${PREFIX}.${event.claim_id}.${event.type}`;
-  const data = Buffer.from(JSON.stringify(event));
+  const data = Buffer.from(JSON.stringify(event)); // the exact bytes stored, hashed and signed
   const h = headers();
   h.set("Nats-Expected-Last-Subject-Sequence-Subject", claimFilter(event.claim_id));
+  if (signer) {
+    const [signature] = signatureHeaders(signer, [data]);
+    for (const [name, value] of Object.entries(signature)) h.set(name, value);
+  }
+  const msgID = messageId(event);
   let ack;
   try {
     ack = await js.publish(subject, data, {
-      msgID: event.event_id,
+      msgID,
       expect: { lastSubjectSequence: expectedSeq },
       headers: h,
     });
@@ -98,7 +99,7 @@ async function append(js, event, expectedSeq) {
     throw new Error(refusal(error, event, expectedSeq));
   }
   if (ack.stream !== STREAM) throw new Error(`${subject} was stored in stream ${ack.stream}, not ${STREAM}`);
-  return { seq: ack.seq, duplicate: ack.duplicate, event_id: event.event_id };
+  return { seq: ack.seq, duplicate: ack.duplicate, event_id: event.event_id, msg_id: msgID };
 }
 
 function refusal(error, event, expectedSeq) {
@@ -116,13 +117,14 @@ async function main([url, claimId]) {
   if (!url || !/^CLM-[0-9]{4,12}$/.test(claimId ?? "")) {
     throw new Error("usage: node producer.mjs NATS_URL CLAIM_ID   (e.g. nats://127.0.0.1:4222 CLM-0001234)");
   }
+  const signer = SIGNING_KEY ? signerFromFile(SIGNING_KEY) : null; // a bad key file stops it before it connects
   const nc = await connect(connectOptions(url));
   try {
     const js = nc.jetstream();
     const jsm = await nc.jetstreamManager();
-    const drafted = await append(js, claimDrafted(claimId), 0); // 0: the claim must not exist yet
+    const drafted = await append(js, claimDrafted(claimId), 0, signer); // 0: the claim must not exist yet
     const head = await claimHead(jsm, claimId); // normally the draft just stored
-    const attached = await append(js, sourceAttached(claimId, head.hash), head.seq);
+    const attached = await append(js, sourceAttached(claimId, head.hash), head.seq, signer);
     console.log(JSON.stringify({ claim_id: claimId, drafted, source_attached: attached }));
   } finally {
     await nc.close();

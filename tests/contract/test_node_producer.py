@@ -1,14 +1,16 @@
-"""A producer in another language: the Node.js example writes events claimlog stores, chains, validates and projects."""
+"""A producer in another language: the Node.js example writes events claimlog stores, chains, validates, attributes
+to its signature and projects."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from urllib.parse import quote
@@ -21,11 +23,15 @@ from events import Actor
 from projections.registry import build_projections
 from projections.tables import unreadable_events
 from services.log import ClaimLog, StoredEvent, StreamSpec, connect, event_hash
+from services.log.signing import SIGNER, Signer
+from services.log.writer import message_id
 from services.projector import Projector
 from services.read_api.queries import claim_page
 from services.runtime.db import make_engine, upgrade
 from services.runtime.embedded import EmbeddedNats, nats_server_binary
 from services.runtime.processes import terminate
+from tests.contract.signing_vectors import VECTORS, build
+from tests.integration.audit_log import claimlog, verify_json
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_PRODUCER = ROOT / "examples" / "node-producer"
@@ -58,13 +64,17 @@ def sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
     engine.dispose()
 
 
-async def run_producer(script: Path, url: str, claim_id: str) -> subprocess.CompletedProcess[str]:
+async def run_producer(script: Path, url: str, claim_id: str, key: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The producer as a process, signing with the key file given (CLAIMLOG_SIGNING_KEY) or unsigned."""
+    env = {name: value for name, value in os.environ.items() if name != "CLAIMLOG_SIGNING_KEY"}
+    if key is not None:
+        env["CLAIMLOG_SIGNING_KEY"] = str(key)
     command = ["node", str(script), url, claim_id]
-    return await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=60)
+    return await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=60, env=env)
 
 
-async def produce(script: Path, url: str, claim_id: str) -> dict:
-    done = await run_producer(script, url, claim_id)
+async def produce(script: Path, url: str, claim_id: str, key: Path | None = None) -> dict:
+    done = await run_producer(script, url, claim_id, key)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -95,7 +105,11 @@ async def test_the_node_producer_chains_each_event_to_the_stored_bytes_before_it
     printed = await produce(producer_script, nats_url, claim_id)
     draft, source = await claim_log.read_claim(claim_id)
     assert (draft.seq, source.seq) == (printed["drafted"]["seq"], printed["source_attached"]["seq"])
-    assert (draft.msg_id, source.msg_id) == (printed["drafted"]["event_id"], printed["source_attached"]["event_id"])
+    assert (draft.event.event_id, source.event.event_id) == (printed["drafted"]["event_id"], printed["source_attached"]["event_id"])
+    # The message id is derived from the actor, the claim and the event id, as claimlog's own writer derives it.
+    assert (draft.msg_id, source.msg_id) == (message_id(draft.event), message_id(source.event))
+    assert (draft.msg_id, source.msg_id) == (printed["drafted"]["msg_id"], printed["source_attached"]["msg_id"])
+    assert draft.signature is None and source.signature is None  # no CLAIMLOG_SIGNING_KEY: unsigned
     assert "prev_hash" not in json.loads(draft.data)
     assert json.loads(source.data)["prev_hash"] == event_hash(draft.data) == source.event.prev_hash
     assert (await claim_log.claim_head(claim_id)).hash == event_hash(source.data)
@@ -199,3 +213,91 @@ async def test_the_node_producer_writes_as_the_producer_role_of_claimlogs_own_se
             assert json.loads(stored[1].data)["prev_hash"] == event_hash(stored[0].data)
         finally:
             await admin.close()
+
+
+# What the Node producer's contract.mjs computes for the committed vectors, printed as the vectors file holds it.
+NODE_VECTORS = """
+import { readFileSync } from "node:fs";
+import { eventHash, messageId, signatureHeaders, signerFromPem } from "./contract.mjs";
+const vectors = JSON.parse(readFileSync(process.argv[1], "utf8"));
+const signer = signerFromPem(vectors.key.pem);
+const datas = vectors.events.map((event) => Buffer.from(event.data, "utf8"));
+console.log(JSON.stringify({
+  key: { pem: vectors.key.pem, key_id: signer.keyId },
+  events: vectors.events.map(({ data }, i) => ({ data, hash: eventHash(datas[i]), message_id: messageId(JSON.parse(data)) })),
+  sets: vectors.sets.map(({ size }) => ({ size, headers: signatureHeaders(signer, datas.slice(0, size)) })),
+}));
+"""
+
+
+def test_the_committed_vectors_are_what_claimlogs_python_code_computes():
+    assert json.loads(VECTORS.read_text()) == build(), (
+        f"{VECTORS.name} is stale: rewrite it with .venv/bin/python -m tests.contract.signing_vectors"
+    )
+
+
+def test_the_node_producer_computes_the_hashes_message_ids_and_signatures_of_the_vectors(producer_script: Path):
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", NODE_VECTORS, str(VECTORS)],
+        cwd=producer_script.parent, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    computed, expected = json.loads(done.stdout), json.loads(VECTORS.read_text())
+    assert computed["key"] == expected["key"]
+    for ours, theirs in zip(computed["events"], expected["events"], strict=True):
+        assert ours == theirs, ours["data"][:60]
+    for ours, theirs in zip(computed["sets"], expected["sets"], strict=True):
+        assert ours == theirs, f"a signed set of {theirs['size']}"
+
+
+@pytest.fixture
+async def signing_registry(tmp_path: Path) -> AsyncIterator[tuple[EmbeddedNats, ClaimLog, Path]]:
+    """claimlog's own server with the Node producer's key registered (``claimlog actors key add``, the
+    private key in a PEM file) and signatures required from the log's head on (``claimlog actors key require``)."""
+    with EmbeddedNats(tmp_path / "nats") as server:
+        admin = await connect(server.url_for("admin"))
+        try:
+            claim_log = ClaimLog(admin, StreamSpec("CLAIMS"))
+            await claim_log.ensure()
+            key = tmp_path / "node-producer.pem"
+            for command in (("actors", "key", "add", NODE_ACTOR.id, "--out", str(key)), ("actors", "key", "require")):
+                done = claimlog(*command, nats_url=server.url_for("admin"), cwd=tmp_path)
+                assert done.returncode == 0, done.stderr
+            yield server, claim_log, key
+        finally:
+            await admin.close()
+
+
+async def test_the_node_producers_signed_events_are_folded_and_verify_clean_when_signatures_are_required(
+    producer_script: Path, signing_registry: tuple[EmbeddedNats, ClaimLog, Path], sqlite_engine: Engine, tmp_path: Path, claim_id: str
+):
+    server, claim_log, key = signing_registry
+    printed = await produce(producer_script, server.url_for("producer"), claim_id, key)
+    stored = await claim_log.read_claim(claim_id)
+    assert [s.seq for s in stored] == [printed["drafted"]["seq"], printed["source_attached"]["seq"]]
+    assert {s.signature[SIGNER] for s in stored} == {Signer.from_file(key).key_id}
+    await Projector(claim_log, sqlite_engine, build_projections(), name="projector", batch=100).run_until(await claim_log.head())
+    with sqlite_engine.connect() as conn:
+        page = claim_page(conn, claim_id)
+        unreadable = conn.execute(select(unreadable_events.c.reason)).scalars().all()
+    assert unreadable == []
+    assert page.notes.drafted.by == NODE_ACTOR and [s.source_id for s in page.sources] == ["node-s1"]
+    code, report = verify_json("--skip-tables", nats_url=server.url_for("admin"), cwd=tmp_path)
+    assert code == 0 and report["ok"], report["findings"]
+    assert report["signed_after"] == 0 and report["unsigned"] == 0 and report["events"] == 2
+
+
+async def test_a_node_event_signed_with_a_key_the_registry_does_not_hold_is_recorded_as_unreadable(
+    producer_script: Path, signing_registry: tuple[EmbeddedNats, ClaimLog, Path], sqlite_engine: Engine, tmp_path: Path, claim_id: str
+):
+    server, claim_log, _ = signing_registry
+    stranger = tmp_path / "stranger.pem"
+    stranger.write_bytes(Signer.generate().pem())
+    printed = await produce(producer_script, server.url_for("producer"), claim_id, stranger)
+    await Projector(claim_log, sqlite_engine, build_projections(), name="projector", batch=100).run_until(await claim_log.head())
+    with sqlite_engine.connect() as conn:
+        page = claim_page(conn, claim_id)
+        rows = {row.seq: row.reason for row in conn.execute(select(unreadable_events)).all()}
+    assert page is None
+    assert sorted(rows) == [printed["drafted"]["seq"], printed["source_attached"]["seq"]]
+    assert all("which the key registry does not hold" in reason for reason in rows.values()), rows
