@@ -32,7 +32,7 @@ from rich.table import Table  # noqa: E402
 
 from bench.common import arguments, progress  # noqa: E402
 from bench.fuzz_checks import Problems, check_clean_log, check_projection, migrated_sqlite  # noqa: E402
-from bench.fuzz_mutations import KINDS, PRODUCER, craft  # noqa: E402
+from bench.fuzz_mutations import API, KINDS, PRODUCER, craft  # noqa: E402
 from bench.workload import claim_events  # noqa: E402
 from events import Event  # noqa: E402
 from services.keys import KeyRing  # noqa: E402
@@ -73,8 +73,8 @@ class Outcome:
 class Producer:
     """The direct producer: valid signed appends of planned claims, and mutations published raw."""
 
-    def __init__(self, log: ClaimLog, signer: Signer, rng: random.Random, *, events: int, published: Published) -> None:
-        self.log, self.signer, self.rng, self.published = log, signer, rng, published
+    def __init__(self, log: ClaimLog, signer: Signer, delegate: Signer, rng: random.Random, *, events: int, published: Published) -> None:
+        self.log, self.signer, self.delegate, self.rng, self.published = log, signer, delegate, rng, published
         count = max(4, min(40, events // 25))
         per_claim = max(4, events // count)  # more than the run uses: there is always a next valid event
         self.plans = {f"CLM-{n:07d}": [e.model_copy(update={"actor": PRODUCER}) for e in claim_events(n, per_claim, rng)] for n in range(count)}
@@ -112,7 +112,7 @@ class Producer:
         head = await self.log.claim_head(claim)
         other = self.rng.choice([c for c in self.plans if c != claim])
         event: Event = self.plans[claim][0]
-        crafted = craft(kind, event, head_hash=head.hash, other_claim=other, signer=self.signer, rng=self.rng)
+        crafted = craft(kind, event, head_hash=head.hash, other_claim=other, signer=self.signer, delegate=self.delegate, rng=self.rng)
         ack = await self.log.nc.jetstream().publish(crafted.subject, crafted.data, headers=crafted.headers)
         self.published.stored(ack.seq, kind, folds=crafted.folds)
 
@@ -144,7 +144,8 @@ async def fuzz(events: int, seed: int, workdir: Path, *, sync: str = "always", s
             await admin.ensure()
             ring = await KeyRing.open(admin.nc, stream=STREAM.name)
             signer, _ = await ring.add(PRODUCER)
-            producer = Producer(ClaimLog(writer, STREAM, signer=signer), signer, rng, events=events, published=published)
+            delegate, _ = await ring.add(API, delegate=True)
+            producer = Producer(ClaimLog(writer, STREAM, signer=signer), signer, delegate, rng, events=events, published=published)
             await producer.legacy()
             await ring.require(await admin.head())
             async with check_projection(server.url_for("projector"), engine, problems) as projection:

@@ -22,8 +22,9 @@ from services.log.signing import SIGNATURE, Signer
 
 PRODUCER = Actor(id="fuzz-producer", kind="service")
 SOMEONE_ELSE = Actor(id="reviewer-7", kind="person")
+API = Actor(id="claimlog-api", kind="service")  # holds a delegate key: it signs for the actors it authenticates
 # Mutations whose signature makes them unattributable, whatever their bytes say.
-MISSIGNED = ("unsigned", "bad_signature", "tampered", "unknown_key", "for_another")
+MISSIGNED = ("unsigned", "bad_signature", "tampered", "unknown_key", "for_another", "delegate_for_producer")
 # Mutations signed by the producer over their own stored bytes: they fold exactly when they read as events.
 SIGNED = ("subject_mismatch", "truncated", "garbage", "wrong_type", "unknown_type", "huge_field", "wrong_prev_hash")
 KINDS = (*MISSIGNED, *SIGNED, "replay", "duplicate")  # the last two republish a stored valid message
@@ -55,13 +56,16 @@ def readable_here(subject: str, data: bytes) -> bool:
     return (event.claim_id, event.type) == (claim_id, event_type)
 
 
-def craft(kind: str, event: Event, *, head_hash: str | None, other_claim: str, signer: Signer, rng: random.Random) -> Crafted:
-    """A mutation of ``event`` (the next event of its claim, whose last stored event hashes to ``head_hash``)."""
+def craft(
+    kind: str, event: Event, *, head_hash: str | None, other_claim: str, signer: Signer, delegate: Signer, rng: random.Random
+) -> Crafted:
+    """A mutation of ``event`` (the next event of its claim, whose last stored event hashes to ``head_hash``),
+    by the producer's ``signer`` or the API's ``delegate`` key."""
     subject = DEFAULT_LAYOUT.publish_subject(event.claim_id, event.type)
     chained = event.model_copy(update={"prev_hash": head_hash})
     data = encode(chained)
     if kind in MISSIGNED:
-        data, headers = _missigned(kind, chained, data, signer, rng)
+        data, headers = _missigned(kind, chained, data, signer, delegate, rng)
         return Crafted(kind, subject, data, headers, folds=False)
     if kind == "subject_mismatch":
         subject = DEFAULT_LAYOUT.publish_subject(other_claim, event.type)
@@ -90,7 +94,9 @@ def craft(kind: str, event: Event, *, head_hash: str | None, other_claim: str, s
     return Crafted(kind, subject, data, signer.headers([data])[0], folds=readable_here(subject, data))
 
 
-def _missigned(kind: str, event: Event, data: bytes, signer: Signer, rng: random.Random) -> tuple[bytes, dict[str, str] | None]:
+def _missigned(
+    kind: str, event: Event, data: bytes, signer: Signer, delegate: Signer, rng: random.Random
+) -> tuple[bytes, dict[str, str] | None]:
     """Bytes and headers of an event no key that may speak for its actor signed as stored."""
     if kind == "unsigned":
         return data, None
@@ -108,4 +114,6 @@ def _missigned(kind: str, event: Event, data: bytes, signer: Signer, rng: random
     if kind == "for_another":  # the producer's key, signing an event of an actor it may not speak for
         data = encode(event.model_copy(update={"actor": SOMEONE_ELSE}))
         return data, signer.headers([data])[0]
+    if kind == "delegate_for_producer":  # the API's key, for a direct producer: nobody speaks for one
+        return data, delegate.headers([data])[0]
     raise ValueError(f"{kind!r} is not a mis-signed mutation")
