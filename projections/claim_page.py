@@ -30,6 +30,7 @@ from projections.page_model import (
     Stamp,
     Withdrawal,
 )
+from projections.repeats import Repeats
 from projections.scorecard import counts_toward_scorecard, review_refusal, standing
 
 Handler = Callable[[ClaimPage, Event, Stamp], None]
@@ -243,8 +244,10 @@ HANDLERS: dict[type[Event], Handler] = {
 
 
 def fold(records: Iterable[Record]) -> ClaimPage | None:
-    """A claim's page from its records in log order (the same code the projector runs)."""
-    page = None
+    """A claim's page from its records in log order (the same code the projector runs: a repeat of an
+    event id already folded is skipped, projections/repeats.py)."""
+    page, repeats = None, Repeats()
     for record in records:
-        page = apply(page, record.event, record.seq, record.at)
+        if repeats.first_seq(record.event, record.seq) is None:
+            page = apply(page, record.event, record.seq, record.at)
     return derive(page) if page is not None else None

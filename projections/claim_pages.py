@@ -43,7 +43,8 @@ class ClaimPagesProjection:
     # 6: imported sources and relations say where they were imported from
     # 7: reviews by the drafter, by a model of the drafting model's name, or by a service are not folded
     #    (RULES_VERSION 2)
-    version = 7
+    # 8: an event whose event_id its claim has folded already is a repeat, folded by no projection
+    version = 8
     tables = (claim_pages, page_snapshots)
 
     def __init__(self, *, write_behind: bool = False, cache_pages: int | None = None) -> None:

@@ -24,7 +24,8 @@ class ContributorsProjection:
 
     name = "contributors"
     # 2: a second attach of a source (or filing of a disagreement) keeps what became of the first
-    version = 2
+    # 3: an event whose event_id its claim has folded already is a repeat, folded by no projection
+    version = 3
     tables = (contributor_activity, contributor_sources, contributor_disagreements)
 
     def __init__(self, *, bulk: bool = False) -> None:

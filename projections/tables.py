@@ -132,6 +132,20 @@ unreadable_events = Table(
 )
 
 
+# The event ids each claim has folded, and the sequence of the event that carried each first
+# (projections/repeats.py): a later event of the claim with one of these ids is a repeat, recorded in
+# unreadable_events and folded by no projection. Written by the projector with every batch, keyed by the
+# id first so that a batch's ids are found by one lookup; decided by the log alone, so a replay writes
+# the same rows. Without SQLite's rowid, the key is the table (a row per event, half the size).
+folded_events = Table(
+    "folded_events",
+    metadata,
+    Column("event_id", String(36), primary_key=True),
+    Column("claim_id", String(20), primary_key=True),
+    Column("seq", BigInteger, nullable=False),
+    sqlite_with_rowid=False,
+)
+
 # Events a projection raised on (a poison event), and every later event of that claim, held back in
 # log order until `claimlog parked retry` applies them (services/projector/parking.py). The table owns
 # them: the checkpoint moves past them. Parking is decided by the log alone, so a replay parks the same

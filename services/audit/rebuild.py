@@ -15,12 +15,13 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, select, text
+from sqlalchemy import Connection, Engine, create_engine, select, text
 from sqlalchemy.pool import NullPool
 
 from projections.checksum import table_checksums
 from projections.registry import build_projections
-from projections.tables import checkpoints
+from projections.repeats import REPEAT_REASON_PREFIX
+from projections.tables import checkpoints, unreadable_events
 from services.audit.verify import Finding, Report
 from services.log import ClaimLog, Delivery, DurableConsumer
 from services.projector.runner import Runner, Scope
@@ -125,8 +126,10 @@ async def compare_read_models(
             return
         positions = Positions(1, {0: standing[0]})
     at_seq = positions.head
-    fresh = await rebuild_checksums(claim_log, live_engine, positions, progress=progress)
+    fresh, repeats = await rebuild_checksums(claim_log, live_engine, positions, progress=progress)
     report.tables_at_seq = at_seq
+    for seq, subject, reason in repeats:
+        report.add(Finding("repeat", reason, seq, subject, _claim_of(claim_log, subject)))
     for table in sorted(live.keys() | fresh.keys()):
         if live.get(table) != fresh.get(table):
             report.add(
@@ -136,9 +139,10 @@ async def compare_read_models(
 
 async def rebuild_checksums(
     claim_log: ClaimLog, live_engine: Engine, until: int | Positions, *, progress: Callable[[int], None] | None = None
-) -> dict[str, str]:
+) -> tuple[dict[str, str], list[tuple[int, str, str]]]:
     """Table checksums of read models replayed from the log into a scratch database: through ``until``,
-    or each partition through its own position."""
+    or each partition through its own position; and the repeats the replay folded no projection with
+    (sequence, subject, reason: projections/repeats.py), read from its tables rather than kept in memory."""
     positions = until if isinstance(until, Positions) else Positions(1, {0: until})
     with _scratch_engine(live_engine) as scratch:
         upgrade(scratch)
@@ -155,7 +159,24 @@ async def rebuild_checksums(
             finally:
                 await claim_log.forget_consumer(name)
         with scratch.connect() as conn:
-            return table_checksums(conn)
+            return table_checksums(conn), _repeats(conn)
+
+
+def _repeats(conn: Connection) -> list[tuple[int, str, str]]:
+    """The repeats among the unreadable events, in log order (at most as many as a report keeps)."""
+    query = (
+        select(unreadable_events.c.seq, unreadable_events.c.subject, unreadable_events.c.reason)
+        .where(unreadable_events.c.reason.startswith(REPEAT_REASON_PREFIX, autoescape=True))
+        .order_by(unreadable_events.c.seq)
+    )
+    return [tuple(row) for row in conn.execute(query)]
+
+
+def _claim_of(claim_log: ClaimLog, subject: str) -> str | None:
+    try:
+        return claim_log.layout.claim_of(subject)
+    except ValueError:
+        return None
 
 
 @contextlib.contextmanager

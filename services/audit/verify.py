@@ -1,6 +1,7 @@
 """``claimlog verify``: the log has no gaps, every event reads, every claim's hash chain holds, every
 event is signed by a key that may speak for its actor (services/log/signing.py), and the read models
-equal a fresh replay.
+equal a fresh replay; that replay names every repeat of an event id its claim had folded
+(projections/repeats.py, services/audit/rebuild.py).
 
 Events stored before signatures were required are counted as unsigned, not reported as findings:
 they were written before the registry signed anything.
@@ -31,7 +32,7 @@ MAX_KEPT = 1000
 class Finding:
     """One thing wrong, with where it is: sequence, subject and claim, or the table."""
 
-    kind: str  # gap, unreadable, subject, chain, time, signature, table, read_models
+    kind: str  # gap, unreadable, subject, chain, time, signature, repeat, table, read_models
     message: str
     seq: int | None = None
     subject: str | None = None

@@ -25,6 +25,7 @@ from projections.tables import checkpoints, unreadable_events
 from services.projector.errors import NEVER_PARK, CannotIsolateError
 from services.projector.parking import Parking, isolate, lock_checkpoints, write_parked
 from services.projector.positions import claim_rows
+from services.projector.repeats import without_repeats
 
 log = logging.getLogger(__name__)
 COMMIT_IN_THREAD_FROM = 200  # events in a batch from which its commit overlaps the next batch
@@ -147,10 +148,10 @@ class CheckpointedWriter:
         try:
             with self.engine.connect() as conn:
                 transaction = conn.begin()
-                applying, parked = self._hold_back(conn, records, subjects, partition)
+                applying, parked, repeats = self._hold_back(conn, records, subjects, partition)
                 for projection in self.projections:
                     projection.apply_batch(conn, applying)
-                if not self._finish(conn, unreadable, parked, advance):
+                if not self._finish(conn, unreadable + repeats, parked, advance):
                     transaction.rollback()
                     return False
                 # The commit of a large batch is the database's own work with the GIL released: meanwhile
@@ -168,11 +169,16 @@ class CheckpointedWriter:
             log.warning("a batch through sequence %s failed (%s: %s): finding the claim", through, type(failure).__name__, failure)
             return self._isolate(records, unreadable, subjects, advance, failure)
 
-    def _hold_back(self, conn: Connection, records: list[Record], subjects: dict[int, str], partition: int) -> tuple[list[Record], list[dict]]:
+    def _hold_back(
+        self, conn: Connection, records: list[Record], subjects: dict[int, str], partition: int
+    ) -> tuple[list[Record], list[dict], list[dict]]:
+        """The records to apply, the parked events' rows, and the unreadable rows of repeats (found
+        before parking: a repeat is never folded, parked or not)."""
+        records, repeats = without_repeats(conn, records, subjects)
         applying, parked, released = self._parking.hold_back(conn, records, subjects, rows=self._row(partition))
         if released:
             self.forget()  # a retry rewrote the released claims' rows: what is cached of them is stale
-        return applying, parked
+        return applying, parked, repeats
 
     def _isolate(self, records: list[Record], unreadable: list[dict], subjects: dict[int, str], advance: dict, failure: Exception) -> bool:
         forget = _forget_or_give_up(self.forget, failure)
@@ -180,9 +186,9 @@ class CheckpointedWriter:
         with self.engine.connect() as conn:
             transaction = conn.begin()
             lock_checkpoints(conn, *self._row(advance["partition"]))  # this partition's, before the first savepoint
-            applying, parked = self._hold_back(conn, records, subjects, advance["partition"])
+            applying, parked, repeats = self._hold_back(conn, records, subjects, advance["partition"])
             rows, newly = isolate(conn, self.projections, applying, subjects, forget=forget, never_park=NEVER_PARK)
-            if not self._finish(conn, unreadable, sorted(parked + rows, key=lambda row: row["seq"]), advance):
+            if not self._finish(conn, unreadable + repeats, sorted(parked + rows, key=lambda row: row["seq"]), advance):
                 transaction.rollback()
                 return False
             _commit_or_roll_back(transaction)

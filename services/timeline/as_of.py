@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -15,6 +16,7 @@ from events.envelope import CLAIM_ID_PATTERN
 from projections.base import Record
 from projections.claim_page import apply, derive
 from projections.page_model import PAGE, ClaimPage
+from projections.repeats import Key, Repeats, folded_before, key_of
 from projections.tables import page_snapshots
 from services.log import MAX_SEQ, ClaimLog, StoredEvent
 from services.timeline.cache import ClaimEvents
@@ -90,12 +92,17 @@ def is_claim_id(key: str) -> bool:
 
 
 def records(claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None = None) -> Iterator[Record]:
-    """The claim's readable events up to ``as_of``, as the projector sees them (unreadable ones skipped)."""
+    """The claim's readable events up to ``as_of``, as the projector sees them (unreadable ones and repeats skipped)."""
     for item, event in _readable(claim_id, stored, as_of):
         yield Record(item.seq, item.stored_at, event)
 
 
-def _readable(claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None) -> Iterator[tuple[StoredEvent, Event]]:
+def _readable(
+    claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None, folded: Mapping[Key, int] | None = None
+) -> Iterator[tuple[StoredEvent, Event]]:
+    """The claim's events the projector folds, up to ``as_of``: not unreadable, not repeats of an id
+    folded before (``folded``: those folded before ``stored``, with where)."""
+    repeats = Repeats(folded)
     for item in stored:
         if as_of is not None and not as_of.includes(item):
             return  # stored times and sequences only grow: nothing later was stored by then
@@ -103,17 +110,23 @@ def _readable(claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None) 
             event = item.event
         except UnknownEventError:
             continue  # the projector records these as unreadable and applies nothing
-        if event.claim_id == claim_id:
+        if event.claim_id == claim_id and repeats.first_seq(event, item.seq) is None:
             yield item, event
 
 
 def fold_page(
-    claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None = None, *, start: ClaimPage | None = None
+    claim_id: str,
+    stored: Iterable[StoredEvent],
+    as_of: AsOf | None = None,
+    *,
+    start: ClaimPage | None = None,
+    folded: Mapping[Key, int] | None = None,
 ) -> ClaimPage | None:
     """The claim's page as it stood at ``as_of`` (None if it was not drafted by then): its events folded
-    from the first, or from ``start`` (a snapshot) on with the events stored after it."""
+    from the first, or from ``start`` (a snapshot) on with the events stored after it (``folded``: the
+    event ids the snapshot folded that they may repeat)."""
     page = start
-    for item, event in _readable(claim_id, stored, as_of):  # the records, without building each one
+    for item, event in _readable(claim_id, stored, as_of, folded):  # the records, without building each one
         page = apply(page, event, item.seq, item.stored_at)
     return derive(page) if page is not None else None
 
@@ -134,7 +147,7 @@ async def page_json_as_of(
         return None
     snapshot = latest_snapshot(snapshots, claim_id, as_of) if snapshots is not None else None
     if snapshot is not None:
-        return await _page_from_snapshot(claim_log, claim_id, as_of, snapshot)
+        return await _page_from_snapshot(claim_log, claim_id, as_of, snapshot, snapshots)
     if cache is None:
         stored = await claim_log.read_claim(claim_id, up_to_seq=up_to)
     else:
@@ -183,13 +196,23 @@ def latest_snapshot(engine: Engine, claim_id: str, as_of: AsOf | None) -> Snapsh
     return Snapshot(seq, doc, after[0] if after else None)
 
 
-async def _page_from_snapshot(claim_log: ClaimLog, claim_id: str, as_of: AsOf | None, snapshot: Snapshot) -> bytes:
+def _folded_by(engine: Engine, snapshot: Snapshot, stored: list[StoredEvent]) -> dict[Key, int]:
+    """Of the ids of ``stored`` (events after the snapshot), those the snapshot's page folded already."""
+    keys = set()
+    for item in stored:
+        with contextlib.suppress(UnknownEventError):
+            keys.add(key_of(item.event))
+    with engine.connect() as conn:
+        return {key: seq for key, seq in folded_before(conn, keys).items() if seq <= snapshot.seq}
+
+
+async def _page_from_snapshot(claim_log: ClaimLog, claim_id: str, as_of: AsOf | None, snapshot: Snapshot, snapshots: Engine) -> bytes:
     up_to = as_of.seq if as_of is not None and as_of.seq is not None else snapshot.read_up_to
     stored = await claim_log.read_claim(claim_id, after_seq=snapshot.seq, up_to_seq=up_to)
     included = list(itertools.takewhile(as_of.includes, stored)) if as_of is not None else stored
     if not included:  # nothing stored after the snapshot by then: the page is the snapshot
         return snapshot.doc.encode()
-    page = fold_page(claim_id, included, start=PAGE.validate_json(snapshot.doc))
+    page = fold_page(claim_id, included, start=PAGE.validate_json(snapshot.doc), folded=_folded_by(snapshots, snapshot, included))
     assert page is not None  # the snapshot's page is there to fold into
     return PAGE.dump_json(page)
 

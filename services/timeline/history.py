@@ -15,6 +15,7 @@ from events import Actor, Event, UnknownEventError
 from events.subjects import claim_and_type
 from projections.claim_page import apply
 from projections.page_model import ClaimPage
+from projections.repeats import Repeats, repeat_reason
 from services.log import StoredEvent
 
 DRAFTED = "ClaimDrafted"
@@ -42,7 +43,7 @@ class Entry:
     actor: Actor | None = None
     revision: int | None = None  # the claim's revision once this event was applied
     diff: list[Change] | None = None  # for drafts, revisions and source corrections
-    unreadable: str | None = None  # why the projections could not read the event
+    unreadable: str | None = None  # why the projections could not read the event, or did not fold it (a repeat)
 
 
 def _claim_fields(page: ClaimPage | None, event: Event) -> dict[str, Any]:
@@ -70,6 +71,7 @@ def claim_history(claim_id: str, stored: Iterable[StoredEvent]) -> list[Entry] |
     """Every event of the claim with its diff, folded as the projector folds it; None if it was never drafted."""
     page: ClaimPage | None = None
     entries: list[Entry] = []
+    repeats = Repeats()  # the claim's own ids: as many as the entries it returns
     for item in stored:
         try:
             event = item.event
@@ -77,6 +79,12 @@ def claim_history(claim_id: str, stored: Iterable[StoredEvent]) -> list[Entry] |
             entries.append(Entry(seq=item.seq, stored_at=item.stored_at, type=claim_and_type(item.subject)[1], unreadable=str(error)))
             continue
         if event.claim_id != claim_id:
+            continue
+        if (first := repeats.first_seq(event, item.seq)) is not None:  # folded by no projection
+            entries.append(Entry(
+                seq=item.seq, stored_at=item.stored_at, type=event.type, event_id=event.event_id,
+                occurred_at=event.occurred_at, actor=event.actor, unreadable=repeat_reason(event.event_id, first),
+            ))
             continue
         view = DIFFED.get(event.type)
         before = view(page, event) if view else {}

@@ -18,6 +18,7 @@ from events import UnknownEventError
 from projections.claim_page import apply, derive
 from projections.claim_pages import page_row
 from projections.page_model import ClaimPage
+from projections.repeats import Repeats
 from services.log import ClaimLog, StoredEvent
 from services.timeline.as_of import AsOf
 
@@ -53,6 +54,7 @@ class RegistryHistory:
         self._summaries: OrderedDict[int, list[dict]] = OrderedDict()
         self._times: dict[datetime, int] = {}  # times already resolved to the last sequence stored by then
         self._pages: dict[str, ClaimPage] = {}
+        self._repeats = Repeats()  # the event ids folded: an id per event, as the pages hold an entry per event
         self._seq = 0  # the fold has read the log through this sequence
         self._last_time: datetime | None = None  # store time of the last event folded
 
@@ -117,12 +119,14 @@ class RegistryHistory:
             event = stored.event
         except UnknownEventError:
             return  # skipped, as the projector skips it
+        if self._repeats.first_seq(event, stored.seq) is not None:
+            return  # a repeat of an event id its claim folded: skipped, as the projector skips it
         page = apply(self._pages.get(event.claim_id), event, stored.seq, stored.stored_at)
         if page is not None:
             self._pages[event.claim_id] = page
 
     def _restart(self) -> None:
-        self._pages, self._seq, self._last_time = {}, 0, None
+        self._pages, self._repeats, self._seq, self._last_time = {}, Repeats(), 0, None
 
     @staticmethod
     def _remember(kept: OrderedDict[int, list[dict]], seq: int, rows: list[dict], keep: int) -> list[dict]:
