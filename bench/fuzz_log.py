@@ -8,8 +8,8 @@ events of a few dozen claims with the project's signed append, after a few unsig
 mis-signed, signed for another actor, subject and body naming other claims, truncated and garbage bytes,
 wrong types, unknown types, huge fields, wrong ``prev_hash``, replays and duplicates. A projector folds the
 log while it is written. The run then checks that the projector reached the log's head, that exactly the
-unattributable or unreadable events are recorded unreadable, that ``verify`` names exactly those and the
-chain breaks, that the tables equal a clean replay, and that they equal the projection of a second log
+unattributable or unreadable events and the repeats of folded ones are recorded unreadable, that ``verify``
+names exactly those and the chain breaks, that the tables equal a clean replay, and that they equal the projection of a second log
 holding only the events that fold (same bytes, signatures and store times; sequences mapped).
 """
 
@@ -21,6 +21,7 @@ import random
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,7 @@ class Published:
     folds: set[int] = field(default_factory=set)
     sent: Counter[str] = field(default_factory=Counter)
     deduplicated: Counter[str] = field(default_factory=Counter)
+    repeats: set[int] = field(default_factory=set)  # attributable events stored again: recorded unreadable as repeats
 
     def stored(self, seq: int, kind: str, *, folds: bool) -> None:
         self.kinds[seq] = kind
@@ -111,7 +113,11 @@ class Producer:
             return
         head = await self.log.claim_head(claim)
         other = self.rng.choice([c for c in self.plans if c != claim])
-        event: Event = self.plans[claim][0]
+        # The claim's next event under an id of its own: a mutation that folds would otherwise take the id
+        # of the valid event appended later, which would then be a repeat (projections/repeats.py).
+        # (Derived from the count of messages sent, so that the run's random choices stay those of its seed.)
+        fresh_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"fuzz/{claim}/{self.published.sent.total()}"))
+        event: Event = self.plans[claim][0].model_copy(update={"event_id": fresh_id})
         crafted = craft(kind, event, head_hash=head.hash, other_claim=other, signer=self.signer, delegate=self.delegate, rng=self.rng)
         ack = await self.log.nc.jetstream().publish(crafted.subject, crafted.data, headers=crafted.headers)
         self.published.stored(ack.seq, kind, folds=crafted.folds)
@@ -127,8 +133,11 @@ class Producer:
         ack = await self.log.nc.jetstream().publish(self.log.layout.publish_subject(claim_id, event_type), stored.data, headers=headers or None)
         if ack.duplicate:
             self.published.deduplicated[kind] += 1
-        else:  # an unsigned event stored before the requirement is, stored again after it, unsigned too late
-            self.published.stored(ack.seq, kind, folds=stored.signature is not None)
+        else:  # an event id its claim folded: a repeat (an unsigned one stored before the requirement is,
+            # stored again after it, unsigned too late, and unattributable before that)
+            self.published.stored(ack.seq, kind, folds=False)
+            if stored.signature is not None:
+                self.published.repeats.add(ack.seq)
 
 
 async def fuzz(events: int, seed: int, workdir: Path, *, sync: str = "always", show_progress: bool = False) -> Outcome:

@@ -3,8 +3,9 @@ direct producer's signed events, each with the outcome the contract gives it (do
 
 The projector folds an event only if it decodes, its subject names the claim and type its body names, and
 a key that may speak for its actor signed its stored bytes (or it is unsigned and stored before the signing
-requirement). A mutation that keeps all of that (a signed event with a wrong ``prev_hash``, a replay of a
-stored one) folds: the hash chain is what ``claimlog verify`` checks, not the projector.
+requirement), and its event id is not one its claim folded already (a replay of a stored event is a
+repeat, projections/repeats.py). A mutation that keeps all of that (a signed event with a wrong
+``prev_hash``) folds: the hash chain is what ``claimlog verify`` checks, not the projector.
 """
 
 from __future__ import annotations
