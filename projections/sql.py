@@ -54,12 +54,14 @@ def append_rows(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) 
         append_values(conn, table, [values_of(row) for row in rows])
 
 
-def insert_new_values(conn: Connection, table: Table, values: Sequence[tuple]) -> None:
+def insert_new_values(conn: Connection, table: Table, values: Sequence[tuple]) -> int:
     """``insert_new`` of rows given as tuples in the table's column order, for tables that take a row
-    per event: a dictionary per row, then its values picked out again, cost more than SQLite's insert."""
-    if values:
-        prepared = _prepare(conn.dialect, insert_new_statement(conn.dialect.name, table))
-        conn.exec_driver_sql(prepared.sql, prepared.values(values, column_names(table)))
+    per event: a dictionary per row, then its values picked out again, cost more than SQLite's insert.
+    Returns the driver's count of rows inserted (see ``dialect.supports_sane_multi_rowcount``)."""
+    if not values:
+        return 0
+    prepared = _prepare(conn.dialect, insert_new_statement(conn.dialect.name, table))
+    return conn.exec_driver_sql(prepared.sql, prepared.values(values, column_names(table))).rowcount
 
 
 def append_values(conn: Connection, table: Table, values: Sequence[tuple]) -> None:
