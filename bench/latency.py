@@ -9,6 +9,14 @@ from the start of each append until the API shows it. The peer in the
 same run: plain nats-py publish -> push subscriber writing stdlib sqlite3 -> row polled with sqlite3.
 Target: publish -> visible p99 under 20 ms at 200 events/s, so that nothing waits for a reviewer: a
 write shows on its page before the writer can look.
+
+    python bench/latency.py --partitions-ab 1 16
+
+runs the same workload twice in one run, each time on a fresh server and database: (A) a log of the
+first number of partitions (CLAIMLOG_PARTITIONS; 0 is the unpartitioned layout, folded by the one
+projector without leases), (B) a log of the second, each folded by one `claimlog projector` worker;
+then the peer once. It prints both and the ratio B/A of p50 and p99. Target: the partitioned log's p99
+on one machine no worse than the unpartitioned one's.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from events import new_event_id  # noqa: E402
 from events.claim import ClaimDrafted  # noqa: E402
 from events.envelope import utc_now  # noqa: E402
 from events.source import SourceAttached  # noqa: E402
+from events.subjects import DEFAULT_PARTITIONS, LogLayout  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
 from services.runtime.compose import run  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
@@ -186,30 +195,46 @@ async def wait_healthy(api: str) -> None:
     raise RuntimeError("the read API did not start")
 
 
-async def main(args: argparse.Namespace) -> None:
+async def measure(args: argparse.Namespace, partitions: int | None, *, peer: bool) -> tuple[list[float], dict[str, list[float]], list[float]]:
+    """One run of the workload on a fresh server and database: the log of ``partitions`` (None: the
+    default), folded by one `claimlog projector`; then, when ``peer``, the peer on the same server."""
     workdir = Path(tempfile.mkdtemp(prefix="claimlog-latency-"))
     server = EmbeddedNats(workdir / "nats", sync=args.sync)
     url = server.start()
     database = f"sqlite:///{workdir / 'claimlog.sqlite3'}"
     upgrade(make_engine(database))
     env = {**os.environ, "CLAIMLOG_NATS_URL": url, "CLAIMLOG_DATABASE_URL": database, "CLAIMLOG_API_PORT": str(args.port)}
+    layout = LogLayout(partitions=DEFAULT_PARTITIONS if partitions is None else partitions)
+    env["CLAIMLOG_PARTITIONS"] = str(layout.partitions)
     api = f"http://127.0.0.1:{args.port}"
     services = [start(["projector"], env), start(["api"], env)]
+    ours, theirs, stages = [], [], defaultdict(list)
     try:
         await wait_healthy(api)
         nc = await connect(url)
-        claim_log = ClaimLog(nc, StreamSpec("CLAIMS"))
+        claim_log = ClaimLog(nc, StreamSpec("CLAIMS", layout=layout))
         await claim_log.ensure()
-        stages: dict[str, list[float]] = defaultdict(list)
         ours = await claimlog_latency(claim_log, args.port, workdir / "claimlog.sqlite3", args.rate, args.seconds, stages)
         await nc.close()
-        peer = await peer_latency(url, workdir / "peer.sqlite3", args.rate, args.seconds)
+        if peer:
+            theirs = await peer_latency(url, workdir / "peer.sqlite3", args.rate, args.seconds)
     finally:
         for service in services:
             service.terminate()
             service.wait()
         server.stop()
-    report(ours, peer, stages, args)
+    return ours, stages, theirs
+
+
+async def main(args: argparse.Namespace) -> None:
+    if args.partitions_ab is None:
+        ours, stages, peer = await measure(args, None, peer=True)
+        report(ours, peer, stages, args)
+        return
+    a, b = args.partitions_ab
+    first, first_stages, _ = await measure(args, a, peer=False)
+    second, second_stages, peer = await measure(args, b, peer=True)
+    report_ab((a, first, first_stages), (b, second, second_stages), peer, args)
 
 
 def report(ours: list[float], peer: list[float], stages: dict[str, list[float]], args: argparse.Namespace) -> None:
@@ -227,9 +252,44 @@ def report(ours: list[float], peer: list[float], stages: dict[str, list[float]],
         record(f"publish to visible p{p}", percentile(ours, p), unit="ms", peer=percentile(peer, p))
 
 
+def _layout_name(partitions: int) -> str:
+    return "unpartitioned" if partitions == 0 else f"{partitions} partition{'s' if partitions != 1 else ''}"
+
+
+def report_ab(first: tuple[int, list[float], dict], second: tuple[int, list[float], dict], peer: list[float], args: argparse.Namespace) -> None:
+    """Both layouts' latencies, the ratio of the second's to the first's, and the peer."""
+    load = os.getloadavg()[0]
+    table = Table(title=f"publish -> visible by partitions, one worker, {args.rate:.0f} events/s for {args.seconds:.0f} s each, "
+                        f"nats sync_interval={args.sync}, load average {load:.1f}")
+    for column in ("path", "events", "p50 ms", "p90 ms", "p99 ms", "max ms"):
+        table.add_column(column, justify="right" if column != "path" else "left")
+    for partitions, values, stages in (first, second):
+        table.add_row(f"claimlog, {_layout_name(partitions)}: append -> projector -> GET /claims/{{id}}", str(len(values)),
+                      *(f"{percentile(values, p):.1f}" for p in (50, 90, 99)), f"{max(values):.1f}")
+        for stage, times in stages.items():
+            table.add_row(f"  of which {stage}", str(len(times)), *(f"{percentile(times, p):.1f}" for p in (50, 90, 99)), f"{max(times):.1f}")
+    table.add_row("peer: js.publish -> push sub -> sqlite3 row", str(len(peer)), *(f"{percentile(peer, p):.1f}" for p in (50, 90, 99)),
+                  f"{max(peer):.1f}")
+    console.print(table)
+    (a, ours_a, _), (b, ours_b, _) = first, second
+    for p in (50, 99):
+        ratio = percentile(ours_b, p) / percentile(ours_a, p)
+        console.print(f"p{p}: {_layout_name(b)} / {_layout_name(a)} = {ratio:.2f}x")
+    verdict = "met" if percentile(ours_b, 99) <= percentile(ours_a, 99) else "NOT met"
+    console.print(f"target: p99 of {_layout_name(b)} no worse than of {_layout_name(a)} -> {verdict} (the two runs differ by the machine's noise too)")
+    note = f"one `claimlog projector` worker, {args.rate:g} events/s for {args.seconds:g} s per layout, load average {load:.1f}"
+    for p in (50, 99):
+        record(f"publish to visible p{p}, {_layout_name(a)}", percentile(ours_a, p), unit="ms", peer=percentile(peer, p),
+               note=note + "; peer: plain nats-py and sqlite3, same run")
+        record(f"publish to visible p{p}, {_layout_name(b)}", percentile(ours_b, p), unit="ms", peer=percentile(ours_a, p),
+               note=note + f"; peer: the same workload on a log of {_layout_name(a)}, same run")
+
+
 if __name__ == "__main__":
     parser = arguments(__doc__)
     parser.add_argument("--rate", type=float, default=200)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--port", type=int, default=18765)
+    parser.add_argument("--partitions-ab", type=int, nargs=2, metavar=("A", "B"),
+                        help="run the workload on a log of A partitions, then of B (e.g. 1 16; 0: unpartitioned), one worker each")
     run(main(parser.parse_args()))  # uvloop and claimlog's GC settings, for claimlog and the peer alike
