@@ -180,7 +180,8 @@ async def peer_latency(nats_url: str, path: Path, rate: float, seconds: float) -
 
 
 def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "services.cli", *args], env=env, stderr=subprocess.DEVNULL)
+    with open(os.environ.get("LATENCY_LOG", os.devnull), "ab") as err:
+        return subprocess.Popen([sys.executable, "-m", "services.cli", *args], env=env, stderr=err)
 
 
 async def wait_healthy(api: str) -> None:
