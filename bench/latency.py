@@ -54,7 +54,6 @@ from services.runtime.embedded import EmbeddedNats  # noqa: E402
 
 console = Console()
 CLAIMS = 50
-CHANGED = "SELECT claim_id, last_seq FROM claim_pages WHERE last_seq > ?"
 
 
 def draft(n: int) -> ClaimDrafted:
@@ -83,33 +82,34 @@ async def paced(rate: float, seconds: float, measure) -> list:
 
 
 class RowWatcher:
-    """One task polls the read model for changed pages and wakes whoever waits for them.
+    """One task polls the read model for the pages someone waits for and wakes them.
 
-    A poll per waiting event would load the machine in proportion to the latency it measures.
+    A poll per waiting event would load the machine in proportion to the latency it measures. The
+    poll reads the waited-for claims' rows, not the rows above the highest sequence seen: the
+    partitions of a partitioned log commit out of sequence order, so a page can become visible at a
+    sequence below one already seen.
     """
 
     def __init__(self, db_path: Path) -> None:
         self._db = sqlite3.connect(db_path, isolation_level=None)
         self._waiting: dict[str, list[tuple[int, asyncio.Future[None]]]] = {}
-        self._seen = 0
 
     def wait(self, claim_id: str, seq: int) -> asyncio.Future[None]:
         future = asyncio.get_running_loop().create_future()
-        current = self._db.execute("SELECT last_seq FROM claim_pages WHERE claim_id = ?", (claim_id,)).fetchone()
-        if current is not None and current[0] >= seq:
-            future.set_result(None)  # applied before we started watching
-        else:
-            self._waiting.setdefault(claim_id, []).append((seq, future))
+        self._waiting.setdefault(claim_id, []).append((seq, future))
         return future
 
     async def run(self) -> None:
         while True:
-            for claim_id, last_seq in self._db.execute(CHANGED, (self._seen,)).fetchall():
-                self._seen = max(self._seen, last_seq)
-                still = []
-                for seq, future in self._waiting.get(claim_id, []):
-                    (future.set_result(None) if seq <= last_seq else still.append((seq, future)))
-                self._waiting[claim_id] = still
+            if self._waiting:
+                claims = list(self._waiting)
+                marks = ",".join("?" * len(claims))
+                for claim_id, last_seq in self._db.execute(f"SELECT claim_id, last_seq FROM claim_pages WHERE claim_id IN ({marks})", claims):
+                    still = []
+                    for seq, future in self._waiting.pop(claim_id, []):
+                        (future.set_result(None) if seq <= last_seq else still.append((seq, future)))
+                    if still:
+                        self._waiting[claim_id] = still
             await asyncio.sleep(0.0005)
 
 
