@@ -174,7 +174,7 @@ class DurableConsumer:
         after them and would send them again only after the ack wait. Acknowledging what follows
         (ack-all) would acknowledge them unseen: the caller must start again from its checkpoint. A
         count that goes back (a server restarted from an older state) only means deliveries again."""
-        if self._delivered and delivered > self._delivered + 1:
+        if delivered > self._delivered + 1:  # after a start, the first delivery is the consumer's first
             missed = delivered - self._delivered - 1
             self._delivered = 0
             raise LogError(

@@ -52,6 +52,7 @@ class _Owned:
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one renewal or give-back at a time
     leaving: bool = False  # its runner is stopping; the lease goes back after its last commit
+    consumer: str = ""  # the durable consumer of this take of the partition (removed once given back)
 
 
 class Worker:
@@ -154,14 +155,15 @@ class Worker:
 
     def _start(self, lease: Lease) -> None:
         partition = lease.partition
+        consumer = consumer_name(self._prefix, partition, self.name, lease.epoch)
         runner = Projector(
-            self._log, self._engine, self._projections_for(), name=f"{self._prefix}-p{partition}", batch=self._runner_batch,
+            self._log, self._engine, self._projections_for(), name=consumer, batch=self._runner_batch,
             generations=self._generations, partition=partition, epoch=lease.epoch,
         )
         runner.announce = self._announce  # the live pages hear each commit (services/read_api/live.py)
         stop = asyncio.Event()
         task = asyncio.create_task(runner.run(stop), name=f"partition-{partition}")
-        self.owned[partition] = _Owned(lease, runner, task, asyncio.get_running_loop().time(), stop)
+        self.owned[partition] = _Owned(lease, runner, task, asyncio.get_running_loop().time(), stop, consumer=consumer)
         log.info("worker %s: folding partition %s at epoch %s", self.name, partition, lease.epoch)
 
     def _lose(self, partition: int, owned: _Owned, why: str) -> None:
@@ -202,8 +204,17 @@ class Worker:
                     await self.leases.give_back([owned.lease])
                 except TRANSIENT as error:
                     log.warning("worker %s could not give partition %s back (%s): it lapses within %ss", self.name, partition, error, self.lease_seconds)
+                await self._forget_consumers([owned])
         if not owned.task.cancelled() and owned.task.exception() is not None:
             log.warning("worker %s: partition %s stopped with %s", self.name, partition, owned.task.exception())
+
+    async def _forget_consumers(self, given: list[_Owned]) -> None:
+        """Remove the consumers of partitions given up (a consumer is never taken over: see ``consumer_name``)."""
+        for one in given:
+            try:
+                await self._log.forget_consumer(one.consumer)
+            except TRANSIENT as error:
+                log.warning("worker %s: consumer %s stays until the server forgets it idle (%s)", self.name, one.consumer, error)
 
     async def _hand_over(self) -> None:
         """Stop every runner, wait for their last commits, then give every lease back at once and leave."""
@@ -214,6 +225,7 @@ class Worker:
             await asyncio.wait([one.task for one in owned])
         held = [one.lease for one in owned if not one.task.cancelled() and not isinstance(one.task.exception(), FencingError)]
         self.owned.clear()
+        await self._forget_consumers(owned)
         try:
             await self.leases.give_back(held)
             await self.leases.leave()
@@ -221,4 +233,14 @@ class Worker:
             log.warning("worker %s could not give its leases back (%s): they lapse within %ss", self.name, error, self.lease_seconds)
         else:
             log.info("worker %s stopped and gave back partitions %s", self.name, sorted(lease.partition for lease in held))
+
+
+def consumer_name(prefix: str, partition: int, worker: str, epoch: int) -> str:
+    """The durable consumer of one take of a partition: its own for each worker and each lease taken.
+
+    Two runners never pull from one consumer. Were the name the partition's alone, the next owner
+    would recreate the consumer while the last one's runner still asks it for messages: those it
+    received would never reach the new owner, whose checkpoint would then pass over them. A consumer
+    left behind (a killed worker's) is removed by the server once idle (FORGET_IDLE_SECONDS)."""
+    return f"{prefix}-p{partition}-{worker}-e{epoch}"
 
