@@ -58,6 +58,7 @@ from bench.partitions import server_cpu_seconds  # noqa: E402
 from bench.results import record  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
 from services.projector.leases import Leases, assignment, ensure_bucket, leases_bucket  # noqa: E402
+from services.projector.worker import takes_of  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
 from services.runtime.embedded import EmbeddedNats, write_server_config  # noqa: E402
 
@@ -168,6 +169,12 @@ def stop_workers(processes: dict[str, subprocess.Popen[bytes]]) -> None:
             process.wait()
 
 
+
+def takes(infos: dict, prefix: str, partition: int, worker: str) -> list:
+    """The consumers ``worker`` made for ``partition``: one per take of it."""
+    start = takes_of(prefix, partition, worker)
+    return [info for name, info in infos.items() if name.startswith(start)]
+
 async def fold_with(n: int, server: MonitoredNats, url: str, database: str, lasts: dict[int, int], head: int, workdir: Path) -> dict:
     """Run ``n`` workers over the log into ``database``, the leases held back until all have announced themselves."""
     partitions = len(lasts)
@@ -216,8 +223,8 @@ async def fold_with(n: int, server: MonitoredNats, url: str, database: str, last
                     taken_after = time.monotonic() - released
             infos = {info.name: info for info in await js.consumers_info("CLAIMS")}
             done = all(
-                (info := infos.get(f"{prefix}-p{k}")) is not None and info.delivered.stream_seq >= last
-                and info.num_ack_pending == 0 and info.num_pending == 0
+                any(info.delivered.stream_seq >= last and info.num_ack_pending == 0 and info.num_pending == 0
+                    for info in takes(infos, prefix, k, owners[k]))
                 for k, last in lasts.items()
             )
             if done:
@@ -234,11 +241,14 @@ async def fold_with(n: int, server: MonitoredNats, url: str, database: str, last
         stop_workers(processes)
     if holders != owners:
         raise RuntimeError(f"partitions moved during the run: held {holders}, expected {owners}")
-    events = {name: sum(infos[f"{prefix}-p{k}"].delivered.consumer_seq for k, owner in owners.items() if owner == name) for name in names}
+    events = {
+        name: sum(info.delivered.consumer_seq for k, owner in owners.items() if owner == name for info in takes(infos, prefix, k, name))
+        for name in names
+    }
     sent = {name: {key: counters_after[name][key] - counters_before[name][key] for key in ("out_msgs", "out_bytes")} for name in names}
-    for k in range(partitions):
+    for name in [info.name for info in await js.consumers_info("CLAIMS") if info.name.startswith(f"{prefix}-p")]:
         with contextlib.suppress(NotFoundError):
-            await js.delete_consumer("CLAIMS", f"{prefix}-p{k}")
+            await js.delete_consumer("CLAIMS", name)  # a worker gives its consumers back as it stops; what is left, here
     await nc.close()
     if sum(events.values()) < head:
         raise RuntimeError(f"the workers received {sum(events.values())} events of {head}")

@@ -242,5 +242,10 @@ def consumer_name(prefix: str, partition: int, worker: str, epoch: int) -> str:
     would recreate the consumer while the last one's runner still asks it for messages: those it
     received would never reach the new owner, whose checkpoint would then pass over them. A consumer
     left behind (a killed worker's) is removed by the server once idle (FORGET_IDLE_SECONDS)."""
-    return f"{prefix}-p{partition}-{worker}-e{epoch}"
+    return f"{takes_of(prefix, partition, worker)}{epoch}"
+
+
+def takes_of(prefix: str, partition: int, worker: str) -> str:
+    """What the names of ``worker``'s consumers of ``partition`` begin with, whatever the epoch."""
+    return f"{prefix}-p{partition}-{worker}-e"
 
