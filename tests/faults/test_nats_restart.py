@@ -57,6 +57,7 @@ class Produced:
     retries: int = 0
     duplicates: int = 0  # acknowledgements that said a retry was already stored
     errors: Counter[str] = field(default_factory=Counter)
+    in_flight: int = 0  # appends sent and not yet answered
 
 
 async def append_until_acknowledged(
@@ -65,6 +66,7 @@ async def append_until_acknowledged(
     """Append, and on any failure send the very same events again (same ids, same expected sequence)."""
     delay = 0.05
     while True:
+        produced.in_flight += 1
         try:
             return await append(
                 nc, "CLAIMS", claim_id, events, expected_seq=head[0], prev_hash=head[1], timeout=1.5, layout=log_spec().layout
@@ -74,8 +76,10 @@ async def append_until_acknowledged(
         except (PublishError, LogError, nats.errors.Error, TimeoutError, OSError) as error:
             produced.retries += 1
             produced.errors[type(error).__name__] += 1
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 1.0)
+        finally:
+            produced.in_flight -= 1
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 1.0)
 
 
 async def produce(url: str, first_claim: int, stop: asyncio.Event, produced: Produced) -> None:
@@ -142,6 +146,9 @@ async def test_after_nats_server_is_killed_mid_stream_every_acknowledged_event_i
         for _ in range(NATS_KILLS):
             await asyncio.sleep(rng.uniform(1.0, 2.0))
             assert not any(p.done() for p in producers), "the producers finished before every kill"
+            async with asyncio.timeout(10):  # the kill lands on an append waiting for its answer
+                while produced.in_flight == 0:
+                    await asyncio.sleep(0.001)
             acknowledged = len(produced.appends)
             kill(server)
             down = rng.uniform(0.5, 1.5)
