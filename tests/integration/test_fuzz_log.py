@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy import Engine, select
 
 from bench.fuzz_log import fuzz
-from bench.fuzz_mutations import KINDS
-from events import UnknownEventError, decode, encode
+from bench.fuzz_mutations import KINDS, readable_here
+from events import decode, encode
 from projections.checksum import table_checksums
 from projections.tables import unreadable_events
 from services.log import ClaimLog, StreamSpec, connect
@@ -61,22 +61,12 @@ def crafted_events(rng: random.Random, claims: list[str]) -> Iterator[tuple[str,
         yield f"claims.{claim}.{kind if isinstance(kind, str) and kind.isalnum() and len(kind) < 40 else 'ClaimDrafted'}", data
 
 
-def _readable_here(subject: str, data: bytes) -> bool:
-    """Whether an event decodes and names the claim and type its subject names (the projector folds no other)."""
-    try:
-        event = decode(data)
-    except UnknownEventError:
-        return False
-    _, claim_id, event_type = subject.split(".")
-    return (event.claim_id, event.type) == (claim_id, event_type)
-
-
 def _not_folded(crafted: dict[int, tuple[str, bytes]]) -> set[int]:
     """The crafted events the projector records unreadable: not readable where they are, or repeats (the
     crafted events are copies of a few events, so many share an event id on their claim)."""
     folded, out = set(), set()
     for seq, (subject, data) in sorted(crafted.items()):
-        if not _readable_here(subject, data):
+        if not readable_here(subject, data):
             out.add(seq)
             continue
         event = decode(data)
