@@ -24,6 +24,7 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -63,7 +64,7 @@ class MemoryLog:
         self._log, self._at, self._batch = log, 0, 1000
         self.attribution = Attribution({}, None)  # a log with no signing keys: unsigned events are attributable
 
-    def consumer(self, name: str, *, max_batch: int, partition: int | None = None) -> MemoryLog:
+    def consumer(self, name: str, *, max_batch: int, partitions: Sequence[int] | None = None) -> MemoryLog:
         self._batch = max_batch  # one runner over the whole log: no partition to filter by
         return self
 

@@ -15,8 +15,11 @@ write shows on its page before the writer can look.
 runs the same workload twice in one run, each time on a fresh server and database: (A) a log of the
 first number of partitions (CLAIMLOG_PARTITIONS; 0 is the unpartitioned layout, folded by the one
 projector without leases), (B) a log of the second, each folded by one `claimlog projector` worker;
-then the peer once. It prints both and the ratio B/A of p50 and p99. Target: the partitioned log's p99
-on one machine no worse than the unpartitioned one's.
+then the peer once. It prints both, the ratio B/A of p50 and p99, and the projector process's CPU
+per event in each (what the layout costs it, which the machine's other load does not change). Target:
+the partitioned log's p99 on one machine no worse than the unpartitioned one's. ``--claims`` spreads
+the events over more claims (a page is rewritten whole at each event, so fewer claims make bigger
+pages and dearer events).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench.common import KeepAlive, arguments, percentile  # noqa: E402
+from bench.partitions import server_cpu_seconds  # noqa: E402
 from bench.results import record  # noqa: E402
 from bench.workload import BOT, MODEL  # noqa: E402
 from events import new_event_id  # noqa: E402
@@ -53,7 +57,6 @@ from services.runtime.db import make_engine, upgrade  # noqa: E402
 from services.runtime.embedded import EmbeddedNats  # noqa: E402
 
 console = Console()
-CLAIMS = 50
 
 
 def draft(n: int) -> ClaimDrafted:
@@ -114,10 +117,11 @@ class RowWatcher:
 
 
 async def claimlog_latency(
-    claim_log: ClaimLog, port: int, db_path: Path, rate: float, seconds: float, stages: dict[str, list[float]]
+    claim_log: ClaimLog, port: int, db_path: Path, args: argparse.Namespace, stages: dict[str, list[float]]
 ) -> list[float]:
+    claims, rate, seconds = args.claims, args.rate, args.seconds
     heads = {}
-    for n in range(CLAIMS):
+    for n in range(claims):
         heads[f"CLM-{n:04d}"] = await claim_log.append(f"CLM-{n:04d}", [draft(n)], expected_seq=0, prev_hash=None)
     locks = {claim_id: asyncio.Lock() for claim_id in heads}
     await asyncio.sleep(2)  # let the projector apply the drafts
@@ -127,7 +131,7 @@ async def claimlog_latency(
     await pages.open()
 
     async def measure(i: int) -> float:
-        claim_id = f"CLM-{i % CLAIMS:04d}"
+        claim_id = f"CLM-{i % claims:04d}"
         async with locks[claim_id]:
             started = time.perf_counter()
             head = heads[claim_id]
@@ -149,7 +153,8 @@ async def claimlog_latency(
     return latencies
 
 
-async def peer_latency(nats_url: str, path: Path, rate: float, seconds: float) -> list[float]:
+async def peer_latency(nats_url: str, path: Path, args: argparse.Namespace) -> list[float]:
+    claims, rate, seconds = args.claims, args.rate, args.seconds
     import nats
 
     nc = await nats.connect(nats_url)
@@ -167,7 +172,7 @@ async def peer_latency(nats_url: str, path: Path, rate: float, seconds: float) -
 
     async def measure(i: int) -> float:
         started = time.perf_counter()
-        subject = f"peer.c{i % CLAIMS}"
+        subject = f"peer.c{i % claims}"
         ack = await js.publish(subject, source("CLM-0000", i).model_dump_json().encode(), headers={"Nats-Msg-Id": str(i)})
         while (reader.execute("SELECT seq FROM seen WHERE claim_id = ?", (subject,)).fetchone() or (0,))[0] < ack.seq:
             await asyncio.sleep(0.0005)
@@ -196,7 +201,7 @@ async def wait_healthy(api: str) -> None:
     raise RuntimeError("the read API did not start")
 
 
-async def measure(args: argparse.Namespace, partitions: int | None, *, peer: bool) -> tuple[list[float], dict[str, list[float]], list[float]]:
+async def measure(args: argparse.Namespace, partitions: int | None, *, peer: bool) -> tuple[list[float], dict[str, list[float]], list[float], float]:
     """One run of the workload on a fresh server and database: the log of ``partitions`` (None: the
     default), folded by one `claimlog projector`; then, when ``peer``, the peer on the same server."""
     workdir = Path(tempfile.mkdtemp(prefix="claimlog-latency-"))
@@ -215,27 +220,30 @@ async def measure(args: argparse.Namespace, partitions: int | None, *, peer: boo
         nc = await connect(url)
         claim_log = ClaimLog(nc, StreamSpec("CLAIMS", layout=layout))
         await claim_log.ensure()
-        ours = await claimlog_latency(claim_log, args.port, workdir / "claimlog.sqlite3", args.rate, args.seconds, stages)
+        cpu_before = server_cpu_seconds(services[0].pid)
+        ours = await claimlog_latency(claim_log, args.port, workdir / "claimlog.sqlite3", args, stages)
+        # The projector's CPU per event: what the layout costs it, whatever else loads the machine.
+        cpu_per_event = (server_cpu_seconds(services[0].pid) - cpu_before) / len(ours) * 1e6
         await nc.close()
         if peer:
-            theirs = await peer_latency(url, workdir / "peer.sqlite3", args.rate, args.seconds)
+            theirs = await peer_latency(url, workdir / "peer.sqlite3", args)
     finally:
         for service in services:
             service.terminate()
             service.wait()
         server.stop()
-    return ours, stages, theirs
+    return ours, stages, theirs, cpu_per_event
 
 
 async def main(args: argparse.Namespace) -> None:
     if args.partitions_ab is None:
-        ours, stages, peer = await measure(args, None, peer=True)
+        ours, stages, peer, _ = await measure(args, None, peer=True)
         report(ours, peer, stages, args)
         return
     a, b = args.partitions_ab
-    first, first_stages, _ = await measure(args, a, peer=False)
-    second, second_stages, peer = await measure(args, b, peer=True)
-    report_ab((a, first, first_stages), (b, second, second_stages), peer, args)
+    first, first_stages, _, first_cpu = await measure(args, a, peer=False)
+    second, second_stages, peer, second_cpu = await measure(args, b, peer=True)
+    report_ab((a, first, first_stages, first_cpu), (b, second, second_stages, second_cpu), peer, args)
 
 
 def report(ours: list[float], peer: list[float], stages: dict[str, list[float]], args: argparse.Namespace) -> None:
@@ -257,14 +265,14 @@ def _layout_name(partitions: int) -> str:
     return "unpartitioned" if partitions == 0 else f"{partitions} partition{'s' if partitions != 1 else ''}"
 
 
-def report_ab(first: tuple[int, list[float], dict], second: tuple[int, list[float], dict], peer: list[float], args: argparse.Namespace) -> None:
+def report_ab(first: tuple[int, list[float], dict, float], second: tuple[int, list[float], dict, float], peer: list[float], args: argparse.Namespace) -> None:
     """Both layouts' latencies, the ratio of the second's to the first's, and the peer."""
     load = os.getloadavg()[0]
     table = Table(title=f"publish -> visible by partitions, one worker, {args.rate:.0f} events/s for {args.seconds:.0f} s each, "
                         f"nats sync_interval={args.sync}, load average {load:.1f}")
     for column in ("path", "events", "p50 ms", "p90 ms", "p99 ms", "max ms"):
         table.add_column(column, justify="right" if column != "path" else "left")
-    for partitions, values, stages in (first, second):
+    for partitions, values, stages, _ in (first, second):
         table.add_row(f"claimlog, {_layout_name(partitions)}: append -> projector -> GET /claims/{{id}}", str(len(values)),
                       *(f"{percentile(values, p):.1f}" for p in (50, 90, 99)), f"{max(values):.1f}")
         for stage, times in stages.items():
@@ -272,10 +280,11 @@ def report_ab(first: tuple[int, list[float], dict], second: tuple[int, list[floa
     table.add_row("peer: js.publish -> push sub -> sqlite3 row", str(len(peer)), *(f"{percentile(peer, p):.1f}" for p in (50, 90, 99)),
                   f"{max(peer):.1f}")
     console.print(table)
-    (a, ours_a, _), (b, ours_b, _) = first, second
+    (a, ours_a, _, cpu_a), (b, ours_b, _, cpu_b) = first, second
     for p in (50, 99):
         ratio = percentile(ours_b, p) / percentile(ours_a, p)
         console.print(f"p{p}: {_layout_name(b)} / {_layout_name(a)} = {ratio:.2f}x")
+    console.print(f"projector CPU per event: {_layout_name(a)} {cpu_a:.0f} µs, {_layout_name(b)} {cpu_b:.0f} µs = {cpu_b / cpu_a:.2f}x")
     verdict = "met" if percentile(ours_b, 99) <= percentile(ours_a, 99) else "NOT met"
     console.print(f"target: p99 of {_layout_name(b)} no worse than of {_layout_name(a)} -> {verdict} (the two runs differ by the machine's noise too)")
     note = f"one `claimlog projector` worker, {args.rate:g} events/s for {args.seconds:g} s per layout, load average {load:.1f}"
@@ -284,12 +293,15 @@ def report_ab(first: tuple[int, list[float], dict], second: tuple[int, list[floa
                note=note + "; peer: plain nats-py and sqlite3, same run")
         record(f"publish to visible p{p}, {_layout_name(b)}", percentile(ours_b, p), unit="ms", peer=percentile(ours_a, p),
                note=note + f"; peer: the same workload on a log of {_layout_name(a)}, same run")
+    record(f"projector CPU per event, {_layout_name(b)}", cpu_b, unit="µs", peer=cpu_a,
+           note=note + f"; peer: the same workload on a log of {_layout_name(a)}, same run")
 
 
 if __name__ == "__main__":
     parser = arguments(__doc__)
     parser.add_argument("--rate", type=float, default=200)
     parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--claims", type=int, default=50, help="claims the events are spread over (a page's size grows with its events)")
     parser.add_argument("--port", type=int, default=18765)
     parser.add_argument("--partitions-ab", type=int, nargs=2, metavar=("A", "B"),
                         help="run the workload on a log of A partitions, then of B (e.g. 1 16; 0: unpartitioned), one worker each")

@@ -18,7 +18,7 @@ Per number of workers it prints:
 
 - events/s, from the release of the leases to every partition's consumer having delivered and been
   acknowledged its partition's last event (a worker acknowledges a batch after its commit);
-- the events each worker received (the delivered counts of the consumers of the partitions it held)
+- the events each worker received (the delivered counts of its consumers, filtered to its partitions)
   and the messages and bytes the server sent each worker's connections (the server's /connz,
   matched to each process by its sockets), as shares: target at most 1/n of the events + 5%;
 - CPU-seconds per event summed over the workers and the nats-server (from /proc, over the same
@@ -58,7 +58,7 @@ from bench.partitions import server_cpu_seconds  # noqa: E402
 from bench.results import record  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
 from services.projector.leases import Leases, assignment, ensure_bucket, leases_bucket  # noqa: E402
-from services.projector.worker import takes_of  # noqa: E402
+from services.projector.worker import runs_of  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
 from services.runtime.embedded import EmbeddedNats, write_server_config  # noqa: E402
 
@@ -170,9 +170,9 @@ def stop_workers(processes: dict[str, subprocess.Popen[bytes]]) -> None:
 
 
 
-def takes(infos: dict, prefix: str, partition: int, worker: str) -> list:
-    """The consumers ``worker`` made for ``partition``: one per take of it."""
-    start = takes_of(prefix, partition, worker)
+def runs(infos: dict, prefix: str, worker: str) -> list:
+    """The consumers ``worker`` made: one per runner it started (one, when no partition moved)."""
+    start = runs_of(prefix, worker)
     return [info for name, info in infos.items() if name.startswith(start)]
 
 async def fold_with(n: int, server: MonitoredNats, url: str, database: str, lasts: dict[int, int], head: int, workdir: Path) -> dict:
@@ -224,7 +224,7 @@ async def fold_with(n: int, server: MonitoredNats, url: str, database: str, last
             infos = {info.name: info for info in await js.consumers_info("CLAIMS")}
             done = all(
                 any(info.delivered.stream_seq >= last and info.num_ack_pending == 0 and info.num_pending == 0
-                    for info in takes(infos, prefix, k, owners[k]))
+                    for info in runs(infos, prefix, owners[k]))
                 for k, last in lasts.items()
             )
             if done:
@@ -242,11 +242,11 @@ async def fold_with(n: int, server: MonitoredNats, url: str, database: str, last
     if holders != owners:
         raise RuntimeError(f"partitions moved during the run: held {holders}, expected {owners}")
     events = {
-        name: sum(info.delivered.consumer_seq for k, owner in owners.items() if owner == name for info in takes(infos, prefix, k, name))
+        name: sum(info.delivered.consumer_seq for info in runs(infos, prefix, name))
         for name in names
     }
     sent = {name: {key: counters_after[name][key] - counters_before[name][key] for key in ("out_msgs", "out_bytes")} for name in names}
-    for name in [info.name for info in await js.consumers_info("CLAIMS") if info.name.startswith(f"{prefix}-p")]:
+    for name in [info.name for info in await js.consumers_info("CLAIMS") if info.name.startswith(f"{prefix}-")]:
         with contextlib.suppress(NotFoundError):
             await js.delete_consumer("CLAIMS", name)  # a worker gives its consumers back as it stops; what is left, here
     await nc.close()

@@ -11,7 +11,7 @@ import contextlib
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,9 +50,9 @@ class _LogUpTo(ClaimLog):
         super().__init__(claim_log.nc, claim_log.spec)
         self._until = until_seq
 
-    def consumer(self, name: str, *, max_batch: int, partition: int | None = None) -> DurableConsumer:
+    def consumer(self, name: str, *, max_batch: int, partitions: Sequence[int] | None = None) -> DurableConsumer:
         return _ConsumerUpTo(
-            self.nc, self.stream, name, max_batch=max_batch, layout=self.layout, partition=partition, until_seq=self._until
+            self.nc, self.stream, name, max_batch=max_batch, layout=self.layout, partitions=partitions, until_seq=self._until
         )
 
 

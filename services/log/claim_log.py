@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Sequence
+from datetime import datetime
 
 from nats.aio.client import Client
 from nats.js.errors import NotFoundError
@@ -64,9 +66,21 @@ class ClaimLog:
         """The last sequence in the whole log."""
         return await stream_head(self.nc, self.stream)
 
-    def consumer(self, name: str, *, max_batch: int, partition: int | None = None) -> DurableConsumer:
-        """A durable consumer of every event, or of one partition's (the server filters), for a projector."""
-        return DurableConsumer(self.nc, self.stream, name, max_batch=max_batch, layout=self.layout, partition=partition)
+    def consumer(self, name: str, *, max_batch: int, partitions: Sequence[int] | None = None) -> DurableConsumer:
+        """A durable consumer of every event, or of some partitions' (the server filters), for a projector."""
+        return DurableConsumer(self.nc, self.stream, name, max_batch=max_batch, layout=self.layout, partitions=partitions)
+
+    async def first_in_partition(self, partition: int, after_seq: int, *, timeout: float | None = None) -> tuple[int, datetime | None] | None:
+        """The sequence and stored time of the first event of ``partition`` after ``after_seq`` (None: none yet).
+
+        Asked of the stream's leader (not a direct get, which any copy may answer from behind): a copy
+        that has not yet stored an event would make the partition look past it."""
+        subject = self.layout.partition_filter(partition)
+        try:
+            found = await asyncio.wait_for(self.nc.jetstream().get_msg(self.stream, seq=after_seq + 1, subject=subject, next=True), timeout)
+        except NotFoundError:
+            return None
+        return found.seq, found.time
 
     async def forget_consumer(self, name: str) -> None:
         """Delete a consumer made for one job (a replay); a missing one is fine."""

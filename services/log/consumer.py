@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -66,11 +67,13 @@ class DurableConsumer:
 
     def __init__(
         self, nc: Client, stream: str, name: str, *, max_batch: int = 1000, layout: LogLayout = DEFAULT_LAYOUT,
-        partition: int | None = None,
+        partition: int | None = None, partitions: Sequence[int] | None = None,
     ) -> None:
         self._nc, self._stream, self._name, self._max_batch = nc, stream, name, max_batch
-        # One partition's subjects as the consumer's one filter: the server sends nothing else.
-        self._filter = layout.all_events if partition is None else layout.partition_filter(partition)
+        # Some partitions' subjects as the consumer's filters: the server sends nothing else.
+        if partitions is None:
+            partitions = None if partition is None else [partition]
+        self._filters = [layout.all_events] if partitions is None else [layout.partition_filter(k) for k in sorted(partitions)]
         self._queue: asyncio.Queue[Frame] = asyncio.Queue()
         self._owed = 0
         self._heard_at = 0.0  # loop time of the last message or heartbeat
@@ -95,7 +98,7 @@ class DurableConsumer:
             start = {"deliver_policy": DeliverPolicy.BY_START_SEQUENCE, "opt_start_seq": after_seq + 1}
         return ConsumerConfig(
             durable_name=self._name,
-            filter_subject=self._filter,
+            **({"filter_subject": self._filters[0]} if len(self._filters) == 1 else {"filter_subjects": self._filters}),
             ack_policy=AckPolicy.ALL,
             ack_wait=120,
             max_ack_pending=self._max_batch * (PREFETCH_BATCHES + 2),

@@ -16,6 +16,10 @@ TRANSIENT = (OperationalError, nats.errors.Error, nats.js.errors.Error, LogError
 class FencingError(RuntimeError):
     """Another projector moved the checkpoint, or a newer owner took the partition: this one must stop writing."""
 
+    def __init__(self, reason: str, partition: int | None = None) -> None:
+        super().__init__(reason)
+        self.partition = partition  # the partition lost, when the refusal named one
+
 
 class CannotIsolateError(RuntimeError):
     """A batch failed in a fold that cannot roll back what it holds in memory (a rebuild's write-behind

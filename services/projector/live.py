@@ -22,7 +22,8 @@ class Projector(Runner):
     With ``generations``, it keeps the active generation's tables and moves to a new one within
     ``FOLLOW_EVERY`` seconds of a switch (``claimlog replay``), resuming at that generation's checkpoint.
     With ``partition``, it folds that partition of the log only, committing its checkpoint row at
-    ``epoch`` (a worker's lease: ``services/projector/worker.py``).
+    ``epoch``; with ``epochs`` (partition -> epoch), those partitions, each batch's events of all of them
+    in one commit (a worker's leases: ``services/projector/worker.py``).
     """
 
     def __init__(
@@ -37,14 +38,16 @@ class Projector(Runner):
         share: tuple[int, int] = (0, 1),
         partition: int | None = None,
         epoch: int = 0,
+        epochs: dict[int, int] | None = None,
     ) -> None:
         self._projections, self._generations = list(projections), generations
         self.generation = generations.active_number() if generations is not None else 0
         if generations is not None:
             engine = generations.engine(self.generation)
-        self._partitions = share[1] if partition is None else log_.layout.partitions
+        scope = Scope(share=share, partition=partition, partitions=tuple(sorted(epochs)) if epochs is not None else None)
+        self._partitions = share[1] if scope.parts is None else log_.layout.partitions
         writer = CheckpointedWriter(engine, self._projections, partitions=self._partitions)
-        super().__init__(log_, writer, name=name, batch=batch, scope=Scope(share=share, partition=partition), epoch=epoch)
+        super().__init__(log_, writer, name=name, batch=batch, scope=scope, epoch=epoch, epochs=epochs)
         self.follows = generations is not None
 
     def _switched(self) -> bool:
@@ -57,5 +60,7 @@ class Projector(Runner):
         self.writer.forget()
         self.writer.close()
         self.generation = active
+        partition_of = self.writer.partition_of
         self.writer = CheckpointedWriter(self._generations.engine(active), self._projections, partitions=self._partitions)
+        self.writer.partition_of = partition_of
         return True

@@ -36,6 +36,12 @@ class Scope:
     share: tuple[int, int] = (0, 1)
     stop_at: int | None = None
     partition: int | None = None  # one partition of the log only, filtered by the server; its own checkpoint
+    partitions: tuple[int, ...] | None = None  # several partitions of the log, each with its checkpoint, committed together
+
+    @property
+    def parts(self) -> tuple[int, ...] | None:
+        """The log partitions the runner folds (None: the whole log, or a share of it)."""
+        return (self.partition,) if self.partition is not None else self.partitions
 
 
 class Runner:
@@ -46,17 +52,23 @@ class Runner:
     """
 
     def __init__(
-        self, log_: ClaimLog, writer: CheckpointedWriter, *, name: str, batch: int, linger: float = 0.0, scope: Scope = Scope(), epoch: int = 0
+        self, log_: ClaimLog, writer: CheckpointedWriter, *, name: str, batch: int, linger: float = 0.0, scope: Scope = Scope(), epoch: int = 0,
+        epochs: dict[int, int] | None = None,
     ) -> None:
-        if scope.partition is None and writer.partitions != scope.share[1]:
+        if scope.parts is None and writer.partitions != scope.share[1]:
             raise ValueError(f"a writer of {writer.partitions} partitions cannot commit share {scope.share[0]} of {scope.share[1]}")
         self._log, self.writer, self.scope = log_, writer, scope
         self._name, self._batch = name, batch
         self._linger = linger  # seconds a batch may wait to fill: 0 live (latency), more for a replay
         self.checkpoint = 0  # the last sequence committed, as the database has it
-        # The owner's epoch the writer fences with: a partition's lease revision (renewals raise it);
-        # 0 for a runner that owns its whole scope.
-        self.epoch = epoch
+        # The owner's epoch the writer fences each partition's checkpoint with: its lease's revision
+        # (renewals raise it; the worker updates this mapping); 0 for a runner that owns its whole scope.
+        parts = scope.parts if scope.parts is not None else (scope.share[0],)
+        self.epochs = epochs if epochs is not None else {part: epoch for part in parts}
+        if sorted(self.epochs) != sorted(parts):
+            raise ValueError(f"epochs for partitions {sorted(self.epochs)}, the runner folds {sorted(parts)}")
+        if len(parts) > 1:
+            writer.partition_of = log_.layout.partition_of_subject
         self.announce = False  # send a commit notice after each commit (services/projector/notices.py)
         self._keys = AttributionCache(self._load_attribution)
 
@@ -68,18 +80,36 @@ class Runner:
         return await load_attribution(self._log.nc, stream=self._log.stream)
 
     def load_checkpoint(self) -> int:
-        """The last sequence every projection has applied in this projector's share, registering new
-        projections at 0; checkpoints written for another number of shares are divided anew first."""
-        claimed = self.writer.claim(self._partition, epoch=self.epoch)
-        if isinstance(claimed, Refused):
-            raise FencingError(claimed.reason)
-        self.checkpoint = claimed
+        """The last sequence every projection has applied in each of this runner's partitions (or its
+        share), registering new projections at 0; the lowest of them, where its consumer starts.
+        Checkpoints written for another number of shares are divided anew first."""
+        positions = []
+        for part, epoch in list(self.epochs.items()):
+            claimed = self.writer.claim(part, epoch=epoch)
+            if isinstance(claimed, Refused):
+                raise FencingError(claimed.reason, claimed.partition)
+            positions.append(claimed)
+        self.checkpoint = min(positions)
         return self.checkpoint
 
-    @property
-    def _partition(self) -> int:
-        """The checkpoint row this runner commits: its log partition's, or its share's."""
-        return self.scope.share[0] if self.scope.partition is None else self.scope.partition
+    async def _starting_point(self) -> int:
+        """Where the consumer starts: after every event all the runner's partitions have applied.
+
+        One partition (or none) starts at its checkpoint. Several start before the first event any of
+        them has not applied, asked of the log per partition, so that one partition idle since long
+        ago does not make the runner read again everything the others applied since."""
+        lowest = self.load_checkpoint()
+        parts = self.scope.parts
+        if parts is None or len(parts) == 1:
+            return lowest
+        head = await self._log.head()  # before the look-ups: what a partition holds after them is above it
+        bounds = []
+        for part in parts:
+            at = self.writer.position(part) or 0
+            found = await self._log.first_in_partition(part, at)
+            bounds.append(found[0] - 1 if found is not None else max(at, head))
+        self.checkpoint = min(bounds)
+        return self.checkpoint
 
     async def run(self, stop: asyncio.Event) -> None:
         """Apply events until ``stop`` is set, retrying with backoff when the database is unavailable."""
@@ -111,8 +141,8 @@ class Runner:
             await task
 
     async def _consume(self, stop: asyncio.Event) -> None:
-        checkpoint = self.load_checkpoint()
-        consumer = self._log.consumer(self._name, max_batch=self._batch, partition=self.scope.partition)
+        checkpoint = await self._starting_point()
+        consumer = self._log.consumer(self._name, max_batch=self._batch, partitions=self.scope.parts)
         await consumer.start(checkpoint)
         loop = asyncio.get_running_loop()
         checked = loop.time()
@@ -164,10 +194,10 @@ class Runner:
 
     async def _apply(self, consumer: DurableConsumer, deliveries: list[Delivery], entries: list[Entry]) -> None:
         """Commit a decoded batch with the checkpoint, then acknowledge it."""
-        outcome = await self.writer.commit(entries, partition=self._partition, epoch=self.epoch)
+        outcome = await self.writer.commit(entries, owners=self.epochs)
         if isinstance(outcome, Refused):
-            raise FencingError(outcome.reason)
-        before, self.checkpoint = self.checkpoint, outcome.checkpoint
+            raise FencingError(outcome.reason, outcome.partition)
+        before, self.checkpoint = self.checkpoint, max(self.checkpoint, outcome.checkpoint)
         if outcome.applied:
             await self._announce([e.record for e in entries if e.seq > before and isinstance(e.record, Record)], outcome.checkpoint)
         await consumer.ack_through(deliveries[-1])

@@ -1,23 +1,30 @@
-"""A projector worker: folds the partitions of the log whose leases it holds, one runner each.
+"""A projector worker: folds the partitions of the log whose leases it holds, all of them with one runner.
 
 Workers on any number of machines divide a partitioned log among them with the leases of
 ``services/projector/leases.py``. Each worker, every ``check`` seconds:
 
 - says it is alive (``worker.<name>`` in the bucket) and renews every lease it holds by
   compare-and-set on the revision, a third of the lease time after the last renewal. The new revision
-  is the partition's epoch from then on: its runner commits with it, so that a worker whose lease
+  is the partition's epoch from then on: its checkpoint is moved with it, so that a worker whose lease
   lapsed (paused, cut off) is refused at its next commit once another took the partition;
-- takes the free partitions that rendezvous hashing gives it among the live workers, and starts a
-  runner on each at the lease's revision. The runner's durable consumer is filtered to its partition
-  (the server sends it nothing else) and is named after the partition, not the worker, so whoever
-  owns the partition next starts it again at the partition's checkpoint;
-- lets go of the partitions another live worker should have: their runner stops after its last
-  commit, and only then is the lease given back (deleted), so the other worker takes it at once.
+- takes the free partitions that rendezvous hashing gives it among the live workers;
+- lets go of the partitions another live worker should have: they are given back (deleted) only
+  after the runner's last commit, so the other worker takes them at once.
 
-A lease it cannot renew (another worker holds it, or it lapsed) stops that partition's runner without
-giving anything back. On stop (SIGTERM) every runner ends its batch, then every lease is given back at
-once and the worker leaves, so the others take over on their next look instead of after the lease
-time. A killed worker's leases lapse within the lease time (the bucket's TTL).
+The partitions it holds are folded by one runner, as one projector folds an unpartitioned log: its
+durable consumer is filtered to those partitions (the server sends it nothing else), and each batch,
+whatever partitions its events are in, is one transaction that moves each partition's checkpoint by
+compare-and-set at that partition's epoch. A runner per partition would make as many small commits as
+partitions where one makes one, and on one machine a worker holds them all (``bench/latency.py
+--partitions-ab``). When the partitions held change (one taken, given back or lost), the runner ends
+its batch and a new one starts at the lowest of their checkpoints, with a consumer of its own
+(``consumer_name``), each partition skipping what its checkpoint says it has.
+
+A lease it cannot renew (another worker holds it, or it lapsed) is dropped without giving anything
+back, and so is a partition whose commit was refused. On stop (SIGTERM) the runner ends its batch,
+then every lease is given back at once and the worker leaves, so the others take over on their next
+look instead of after the lease time. A killed worker's leases lapse within the lease time (the
+bucket's TTL).
 """
 
 from __future__ import annotations
@@ -43,16 +50,26 @@ LOOK_EVERY = 1.0  # seconds between looks at the live workers and the free parti
 
 @dataclass
 class _Owned:
-    """A partition this worker folds: its lease as last renewed, and its runner."""
+    """A partition this worker holds: its lease as last renewed."""
 
     lease: Lease
+    renewed_at: float
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one renewal or give-back at a time
+    leaving: bool = False  # another worker should have it: given back after the runner's last commit
+
+
+@dataclass
+class _Fold:
+    """The runner folding the partitions this worker holds, and its durable consumer."""
+
     runner: Projector
     task: asyncio.Task[None]
-    renewed_at: float
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one renewal or give-back at a time
-    leaving: bool = False  # its runner is stopping; the lease goes back after its last commit
-    consumer: str = ""  # the durable consumer of this take of the partition (removed once given back)
+    stop: asyncio.Event
+    consumer: str
+
+    @property
+    def partitions(self) -> frozenset[int]:
+        return frozenset(self.runner.epochs)
 
 
 class Worker:
@@ -74,26 +91,21 @@ class Worker:
         if not claim_log.layout.partitioned:
             raise ValueError("workers divide a partitioned log; this log is unpartitioned (CLAIMLOG_PARTITIONS=0)")
         self._log, self.leases, self._engine = claim_log, leases, engine
-        self._projections_for = projections_for  # one partition's projections, made anew for each runner
+        self._projections_for = projections_for  # projections made anew for each runner (nothing cached of another's claims)
         self._prefix, self._batch, self._generations, self._announce = consumer_prefix, batch, generations, announce
         self.lease_seconds = lease_seconds
         self.renew_every = lease_seconds / 3
         self.look_every = min(LOOK_EVERY, self.renew_every)
         self.partitions = claim_log.layout.partitions
         self.owned: dict[int, _Owned] = {}
+        self._fold: _Fold | None = None
+        self._runs = 0  # runners started: part of each one's consumer name
+        self._lost = False  # a partition was lost since the runner started (its lease may be held again, anew)
         self._announced_at: float | None = None
-        self._leaving: set[asyncio.Task[None]] = set()
 
     @property
     def name(self) -> str:
         return self.leases.worker
-
-    @property
-    def _runner_batch(self) -> int:
-        """Each runner's share of the worker's batch: a worker holding every partition has at most
-        ``batch`` events delivered and not yet committed, as one projector would (a full batch per
-        runner let one connection fall behind a backlog and lose deliveries)."""
-        return max(1, self._batch // self.partitions)
 
     def holding(self) -> dict[int, int]:
         """The partitions this worker folds now, with the epoch each commits at."""
@@ -102,18 +114,19 @@ class Worker:
     async def run(self, stop: asyncio.Event) -> None:
         """Fold the partitions this worker holds until ``stop`` is set; then hand every one back.
 
-        Raises what a runner failed with (other than losing its partition): the worker stops, its
-        other runners end their batch and every lease goes back, and the supervisor starts it again.
+        Raises what the runner failed with (other than losing a partition): the worker stops, every
+        lease goes back, and the supervisor starts it again.
         """
         log.info("projector worker %s: %s partitions, leases of %ss", self.name, self.partitions, self.lease_seconds)
         try:
             while not stop.is_set():
-                self._reap()
+                await self._reap()
                 try:
                     await self._look()
                 except TRANSIENT as error:  # NATS is restarting or unreachable: renewals retry on the next look
                     log.warning("worker %s: leases: %s: %s", self.name, type(error).__name__, error)
                     self._drop_lapsed()
+                await self._refold()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=self.look_every)
         finally:
@@ -121,26 +134,23 @@ class Worker:
 
     async def _look(self) -> None:
         loop = asyncio.get_running_loop()
+        for partition, owned in list(self.owned.items()):  # first: a lease lapses, a worker's name does not matter as much
+            if loop.time() - owned.renewed_at >= self.renew_every:
+                await self._renew(partition, owned)
         if self._announced_at is None or loop.time() - self._announced_at >= self.renew_every:
             await self.leases.announce()
             self._announced_at = loop.time()
-        for partition, owned in list(self.owned.items()):
-            if loop.time() - owned.renewed_at >= self.renew_every:
-                await self._renew(partition, owned)
         workers = await self.leases.workers()
         mine = wanted(self.name, workers, self.partitions)
         for partition in sorted(mine - self.owned.keys()):
             lease = await self.leases.take(partition)
             if lease is not None:
-                self._start(lease)
+                self.owned[partition] = _Owned(lease, loop.time())
+                log.info("worker %s: took partition %s at epoch %s", self.name, partition, lease.epoch)
         for partition in sorted(self.owned.keys() - mine):
-            owned = self.owned[partition]
-            if not owned.leaving:
+            if not self.owned[partition].leaving:
                 log.info("worker %s: partition %s belongs to another live worker now: handing it over", self.name, partition)
-                owned.leaving = True
-                task = asyncio.create_task(self._let_go(partition, owned))
-                self._leaving.add(task)
-                task.add_done_callback(self._leaving.discard)
+                self.owned[partition].leaving = True
 
     async def _renew(self, partition: int, owned: _Owned) -> None:
         async with owned.lock:
@@ -148,84 +158,113 @@ class Worker:
                 return  # given back meanwhile
             renewed = await self.leases.renew(owned.lease)
             if renewed is None:
-                self._lose(partition, owned, "its lease lapsed or another worker holds it")
+                self._lose(partition, "its lease lapsed or another worker holds it")
                 return
             owned.lease, owned.renewed_at = renewed, asyncio.get_running_loop().time()
-            owned.runner.epoch = renewed.epoch  # its next commits fence with the new revision
+            if self._fold is not None and partition in self._fold.runner.epochs:
+                self._fold.runner.epochs[partition] = renewed.epoch  # its next commits fence with the new revision
 
-    def _start(self, lease: Lease) -> None:
-        partition = lease.partition
-        consumer = consumer_name(self._prefix, partition, self.name, lease.epoch)
+    async def _refold(self) -> None:
+        """When the partitions to fold changed, end the runner's batch, give back the partitions
+        leaving, and start a runner on those held."""
+        folding = frozenset(k for k, owned in self.owned.items() if not owned.leaving)
+        if self._fold is not None and self._fold.partitions == folding and len(folding) == len(self.owned) and not self._lost:
+            return
+        if self._fold is None and not self.owned:
+            return
+        self._settle(await self._stop_fold())
+        self._lost = False
+        await self._give_back({k: owned for k, owned in self.owned.items() if owned.leaving})
+        if self.owned:
+            self._start(frozenset(self.owned))
+
+    def _start(self, partitions: frozenset[int]) -> None:
+        epochs = {k: self.owned[k].lease.epoch for k in sorted(partitions)}
+        self._runs += 1
+        consumer = consumer_name(self._prefix, self.name, max(epochs.values()), self._runs)
         runner = Projector(
-            self._log, self._engine, self._projections_for(), name=consumer, batch=self._runner_batch,
-            generations=self._generations, partition=partition, epoch=lease.epoch,
+            self._log, self._engine, self._projections_for(), name=consumer, batch=self._batch,
+            generations=self._generations, epochs=epochs,
         )
         runner.announce = self._announce  # the live pages hear each commit (services/read_api/live.py)
         stop = asyncio.Event()
-        task = asyncio.create_task(runner.run(stop), name=f"partition-{partition}")
-        self.owned[partition] = _Owned(lease, runner, task, asyncio.get_running_loop().time(), stop, consumer=consumer)
-        log.info("worker %s: folding partition %s at epoch %s", self.name, partition, lease.epoch)
+        task = asyncio.create_task(runner.run(stop), name=f"worker-{self.name}-run-{self._runs}")
+        self._fold = _Fold(runner, task, stop, consumer)
+        log.info("worker %s: folding partitions %s", self.name, epochs)
 
-    def _lose(self, partition: int, owned: _Owned, why: str) -> None:
-        """Stop folding a partition that is no longer this worker's; nothing goes back."""
-        log.warning("worker %s: lost partition %s (%s): stopping its runner", self.name, partition, why)
-        owned.stop.set()
-        if self.owned.get(partition) is owned:
-            del self.owned[partition]
+    async def _stop_fold(self) -> BaseException | None:
+        """End the runner after its batch in flight (commit or not), remove its consumer; what it failed with."""
+        fold, self._fold = self._fold, None
+        if fold is None:
+            return None
+        fold.stop.set()
+        await asyncio.wait([fold.task])
+        await self._forget_consumer(fold.consumer)
+        error = None if fold.task.cancelled() else fold.task.exception()
+        if isinstance(error, FencingError):
+            log.warning("worker %s: a commit was refused: %s", self.name, error)
+        return error
+
+    def _lose(self, partition: int, why: str) -> None:
+        """Stop folding a partition that is no longer this worker's; nothing goes back (the runner
+        starts again without it)."""
+        if self.owned.pop(partition, None) is not None:
+            self._lost = True
+            log.warning("worker %s: lost partition %s (%s)", self.name, partition, why)
 
     def _drop_lapsed(self) -> None:
         """Leases not renewed within the lease time are gone (another worker may hold them): stop folding them."""
         now = asyncio.get_running_loop().time()
         for partition, owned in list(self.owned.items()):
             if now - owned.renewed_at >= self.lease_seconds:
-                self._lose(partition, owned, f"not renewed for {self.lease_seconds}s")
+                self._lose(partition, f"not renewed for {self.lease_seconds}s")
 
-    def _reap(self) -> None:
-        """Runners that ended on their own: a refused commit loses the partition; anything else fails the worker."""
-        for partition, owned in list(self.owned.items()):
-            if not owned.task.done() or owned.leaving:
-                continue
-            error = owned.task.exception()
-            if isinstance(error, FencingError):
-                self._lose(partition, owned, str(error))
-            elif error is not None:
-                raise error
-            else:
-                self._lose(partition, owned, "its runner stopped")
+    async def _reap(self) -> None:
+        """A runner that ended on its own: a refused commit loses that partition; anything else fails the worker."""
+        if self._fold is not None and self._fold.task.done():
+            self._settle(await self._stop_fold())
 
-    async def _let_go(self, partition: int, owned: _Owned) -> None:
-        """Stop the partition's runner, and after its last commit give the lease back."""
-        owned.stop.set()
-        await asyncio.wait([owned.task])
-        async with owned.lock:
-            if self.owned.get(partition) is owned:
-                del self.owned[partition]
-                try:
-                    await self.leases.give_back([owned.lease])
-                except TRANSIENT as error:
-                    log.warning("worker %s could not give partition %s back (%s): it lapses within %ss", self.name, partition, error, self.lease_seconds)
-                await self._forget_consumers([owned])
-        if not owned.task.cancelled() and owned.task.exception() is not None:
-            log.warning("worker %s: partition %s stopped with %s", self.name, partition, owned.task.exception())
+    def _settle(self, error: BaseException | None) -> None:
+        """What a stopped runner ended with: a refused commit or claim loses its partition (every one,
+        when it names none); any other failure fails the worker."""
+        if isinstance(error, FencingError):
+            for partition in [error.partition] if error.partition is not None else list(self.owned):
+                self._lose(partition, str(error))
+        elif error is not None:
+            raise error
 
-    async def _forget_consumers(self, given: list[_Owned]) -> None:
-        """Remove the consumers of partitions given up (a consumer is never taken over: see ``consumer_name``)."""
-        for one in given:
-            try:
-                await self._log.forget_consumer(one.consumer)
-            except TRANSIENT as error:
-                log.warning("worker %s: consumer %s stays until the server forgets it idle (%s)", self.name, one.consumer, error)
+    async def _give_back(self, leaving: dict[int, _Owned]) -> None:
+        """Give back the leases of partitions no longer folded (after the runner's last commit)."""
+        given = []
+        for partition, owned in leaving.items():
+            async with owned.lock:
+                if self.owned.get(partition) is owned:
+                    del self.owned[partition]
+                    given.append(owned.lease)
+        if not given:
+            return
+        try:
+            await self.leases.give_back(given)
+        except TRANSIENT as error:
+            log.warning("worker %s could not give partitions %s back (%s): they lapse within %ss",
+                        self.name, sorted(lease.partition for lease in given), error, self.lease_seconds)
+
+    async def _forget_consumer(self, consumer: str) -> None:
+        """Remove a runner's consumer once it stopped (a consumer is never taken over: see ``consumer_name``)."""
+        try:
+            await self._log.forget_consumer(consumer)
+        except TRANSIENT as error:
+            log.warning("worker %s: consumer %s stays until the server forgets it idle (%s)", self.name, consumer, error)
 
     async def _hand_over(self) -> None:
-        """Stop every runner, wait for their last commits, then give every lease back at once and leave."""
-        owned = list(self.owned.values())
-        for one in owned:
-            one.stop.set()
-        if owned:
-            await asyncio.wait([one.task for one in owned])
-        held = [one.lease for one in owned if not one.task.cancelled() and not isinstance(one.task.exception(), FencingError)]
+        """Stop the runner, wait for its last commit, then give every lease back at once and leave."""
+        error = await self._stop_fold()
+        if isinstance(error, FencingError):
+            self._settle(error)  # the partition it names is another's: not given back
+        elif error is not None:
+            log.warning("worker %s: its runner stopped with %s: %s", self.name, type(error).__name__, error)
+        held = [owned.lease for owned in self.owned.values()]
         self.owned.clear()
-        await self._forget_consumers(owned)
         try:
             await self.leases.give_back(held)
             await self.leases.leave()
@@ -235,17 +274,18 @@ class Worker:
             log.info("worker %s stopped and gave back partitions %s", self.name, sorted(lease.partition for lease in held))
 
 
-def consumer_name(prefix: str, partition: int, worker: str, epoch: int) -> str:
-    """The durable consumer of one take of a partition: its own for each worker and each lease taken.
+def consumer_name(prefix: str, worker: str, epoch: int, run: int) -> str:
+    """The durable consumer of one runner of a worker: its own for each runner the worker starts.
 
-    Two runners never pull from one consumer. Were the name the partition's alone, the next owner
-    would recreate the consumer while the last one's runner still asks it for messages: those it
-    received would never reach the new owner, whose checkpoint would then pass over them. A consumer
-    left behind (a killed worker's) is removed by the server once idle (FORGET_IDLE_SECONDS)."""
-    return f"{takes_of(prefix, partition, worker)}{epoch}"
+    Two runners never pull from one consumer. Were the name the worker's or a partition's alone, the
+    next runner (here or on another worker) would recreate the consumer while the last one still asks
+    it for messages: those it received would never reach the new runner, whose checkpoints would then
+    pass over them. ``epoch``, the highest lease revision of the partitions it folds, sets apart the
+    runners of a worker started again under the same name; ``run`` counts this process's runners. A
+    consumer left behind (a killed worker's) is removed by the server once idle (FORGET_IDLE_SECONDS)."""
+    return f"{runs_of(prefix, worker)}{epoch}-r{run}"
 
 
-def takes_of(prefix: str, partition: int, worker: str) -> str:
-    """What the names of ``worker``'s consumers of ``partition`` begin with, whatever the epoch."""
-    return f"{prefix}-p{partition}-{worker}-e"
-
+def runs_of(prefix: str, worker: str) -> str:
+    """What the names of ``worker``'s consumers begin with, whatever the runner."""
+    return f"{prefix}-{worker}-e"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -70,6 +70,7 @@ class Refused:
     checkpoint: int
     epoch: int
     reason: str
+    partition: int | None = None  # the partition whose row it is
 
 
 class CheckpointedWriter:
@@ -80,6 +81,9 @@ class CheckpointedWriter:
         self._names = [p.name for p in self.projections]
         self._positions: dict[int, int] = {}  # partition -> checkpoint as this writer last committed it
         self._parking = Parking()
+        self._rows: dict[tuple[int, ...], tuple] = {}
+        # The partition of a stored subject, for a batch of several partitions' events (set by its runner).
+        self.partition_of: Callable[[str], int] = _one_partition
         # The thread this writer commits large batches in (its own: two writers of one process must
         # not queue behind each other's commits).
         self._commit_thread: concurrent.futures.ThreadPoolExecutor | None = None
@@ -91,7 +95,7 @@ class CheckpointedWriter:
             lock_checkpoints(conn)  # the other partitions' writers start at the same moment
             rows = claim_rows(conn, self.projections, partition=partition, partitions=self.partitions)
             if (newer := max(row.epoch for row in rows)) > epoch:
-                return Refused(rows[0].last_seq, newer, f"partition {partition} is owned at epoch {newer}, above {epoch}")
+                return Refused(rows[0].last_seq, newer, f"partition {partition} is owned at epoch {newer}, above {epoch}", partition)
             positions = {row.last_seq for row in rows}
             if len(positions) != 1:
                 raise RuntimeError(f"projections are at different positions {sorted(positions)}: rebuild them with replay")
@@ -104,31 +108,52 @@ class CheckpointedWriter:
         """The partition's checkpoint as this writer last claimed or committed it."""
         return self._positions.get(partition)
 
-    async def commit(self, batch: Sequence[Entry], *, partition: int, epoch: int) -> Committed | Refused:
-        """Apply the events of ``batch`` above the partition's checkpoint and move it to the batch's
-        last sequence, all in one transaction; or change nothing and say why (``Refused``)."""
-        expected = self._positions.get(partition)
-        if expected is None:
-            claimed = self.claim(partition, epoch=epoch)
-            if isinstance(claimed, Refused):
-                return claimed
-            expected = claimed
-        fresh = [entry for entry in batch if entry.seq > expected]
-        if not fresh:
-            return Committed(expected, 0, len(batch))
+    async def commit(
+        self, batch: Sequence[Entry], *, partition: int = 0, epoch: int = 0, owners: Mapping[int, int] | None = None
+    ) -> Committed | Refused:
+        """Apply the events of ``batch`` above their partition's checkpoint and move each checkpoint to its
+        partition's last event in the batch, all in one transaction; or change nothing and say why (``Refused``).
+
+        ``owners`` (partition -> epoch) commits a batch of several partitions' events at once (one
+        worker's: ``services/projector/worker.py``), each partition's checkpoint moved by compare-and-set
+        at its own epoch; without it the batch is ``partition``'s, at ``epoch``."""
+        owners = {partition: epoch} if owners is None else owners
+        expected: dict[int, int] = {}
+        for part, owner in owners.items():
+            at = self._positions.get(part)
+            if at is None:
+                claimed = self.claim(part, epoch=owner)
+                if isinstance(claimed, Refused):
+                    return claimed
+                at = claimed
+            expected[part] = at
+        if len(expected) == 1:
+            [(only, at)] = expected.items()
+            fresh = [entry for entry in batch if entry.seq > at]
+            moving = {only: (at, fresh[-1].seq)} if fresh else {}
+        else:
+            of, fresh, moving = self.partition_of, [], {}
+            for entry in batch:
+                part = of(entry.subject)
+                if entry.seq > expected[part]:
+                    fresh.append(entry)
+                    moving[part] = (expected[part], entry.seq)  # each partition to its last event in the batch
+        if not fresh:  # a redelivery: where the checkpoint stands (one partition), or where the batch ends
+            return Committed(batch[-1].seq if batch and len(expected) > 1 else min(expected.values()), 0, len(batch))
         try:
-            moved = await self._write(fresh, partition=partition, epoch=epoch, expected=expected)
+            refused = await self._write(fresh, moving=moving, owners=owners)
         except CannotIsolateError:
             raise  # forgetting would fail the same way
         except BaseException:
             self.forget()
             raise
-        if not moved:
+        if refused is not None:
             self.forget()
-            del self._positions[partition]
-            return self._refusal(partition, epoch=epoch, expected=expected)
-        self._positions[partition] = fresh[-1].seq
-        return Committed(fresh[-1].seq, sum(1 for e in fresh if e.record is not None), len(batch) - len(fresh))
+            del self._positions[refused]
+            return self._refusal(refused, epoch=owners[refused], expected=expected[refused])
+        for part, (_, to) in moving.items():
+            self._positions[part] = to
+        return Committed(batch[-1].seq, sum(1 for e in fresh if e.record is not None), len(batch) - len(fresh))
 
     def forget(self) -> None:
         """Drop what the projections hold in memory (a transaction they built it for did not commit)."""
@@ -141,19 +166,25 @@ class CheckpointedWriter:
             self._commit_thread.shutdown()
             self._commit_thread = None
 
-    async def _write(self, fresh: list[Entry], *, partition: int, epoch: int, expected: int) -> bool:
+    async def _write(self, fresh: list[Entry], *, moving: dict[int, tuple[int, int]], owners: Mapping[int, int]) -> int | None:
+        """Apply ``fresh`` and move the ``moving`` partitions' checkpoints (from, to); the partition whose
+        compare-and-set failed (nothing written), or None."""
         records, unreadable, subjects = _sort(fresh)
         through = fresh[-1].seq
-        advance = {"names": self._names, "partition": partition, "partitions": self.partitions, "expected": expected, "new": through, "owner": epoch}
+        advances = [
+            {"names": self._names, "partition": part, "partitions": self.partitions, "expected": at, "new": to, "owner": owners[part]}
+            for part, (at, to) in moving.items()
+        ]
+        rows = self._row(*moving)
         try:
             with self.engine.connect() as conn:
                 transaction = conn.begin()
-                applying, parked, repeats = self._hold_back(conn, records, subjects, partition)
+                applying, parked, repeats = self._hold_back(conn, records, subjects, rows)
                 for projection in self.projections:
                     projection.apply_batch(conn, applying)
-                if not self._finish(conn, unreadable + repeats, parked, advance):
+                if (refused := self._finish(conn, unreadable + repeats, parked, advances)) is not None:
                     transaction.rollback()
-                    return False
+                    return refused
                 # The commit of a large batch is the database's own work with the GIL released: meanwhile
                 # the event loop receives and decodes the next batch. A small one (keeping up) commits
                 # here: handing it to a thread and back would add to an event's way to the page.
@@ -161,61 +192,80 @@ class CheckpointedWriter:
                     await _in_thread(self._committer(), lambda: _commit_or_roll_back(transaction))
                 else:
                     _commit_or_roll_back(transaction)
-                return True
+                return None
         except NEVER_PARK:
             raise
         except Exception as failure:
             # Only now, and only for this batch, is the batch taken apart to find the poison event.
             log.warning("a batch through sequence %s failed (%s: %s): finding the claim", through, type(failure).__name__, failure)
-            return self._isolate(records, unreadable, subjects, advance, failure)
+            return self._isolate(records, unreadable, subjects, advances, rows, failure)
 
     def _hold_back(
-        self, conn: Connection, records: list[Record], subjects: dict[int, str], partition: int
+        self, conn: Connection, records: list[Record], subjects: dict[int, str], rows: tuple
     ) -> tuple[list[Record], list[dict], list[dict]]:
         """The records to apply, the parked events' rows, and the unreadable rows of repeats (found
         before parking: a repeat is never folded, parked or not)."""
         records, repeats = without_repeats(conn, records, subjects)
-        applying, parked, released = self._parking.hold_back(conn, records, subjects, rows=self._row(partition))
+        applying, parked, released = self._parking.hold_back(conn, records, subjects, rows=rows)
         if released:
             self.forget()  # a retry rewrote the released claims' rows: what is cached of them is stale
         return applying, parked, repeats
 
-    def _isolate(self, records: list[Record], unreadable: list[dict], subjects: dict[int, str], advance: dict, failure: Exception) -> bool:
+    def _isolate(
+        self, records: list[Record], unreadable: list[dict], subjects: dict[int, str], advances: list[dict], rows: tuple, failure: Exception
+    ) -> int | None:
         forget = _forget_or_give_up(self.forget, failure)
         forget()
         with self.engine.connect() as conn:
             transaction = conn.begin()
-            lock_checkpoints(conn, *self._row(advance["partition"]))  # this partition's, before the first savepoint
-            applying, parked, repeats = self._hold_back(conn, records, subjects, advance["partition"])
-            rows, newly = isolate(conn, self.projections, applying, subjects, forget=forget, never_park=NEVER_PARK)
-            if not self._finish(conn, unreadable + repeats, sorted(parked + rows, key=lambda row: row["seq"]), advance):
+            lock_checkpoints(conn, *rows)  # the committing partitions', before the first savepoint
+            applying, parked, repeats = self._hold_back(conn, records, subjects, rows)
+            parked_now, newly = isolate(conn, self.projections, applying, subjects, forget=forget, never_park=NEVER_PARK)
+            if (refused := self._finish(conn, unreadable + repeats, sorted(parked + parked_now, key=lambda row: row["seq"]), advances)) is not None:
                 transaction.rollback()
-                return False
+                return refused
             _commit_or_roll_back(transaction)
         self._parking.claims.update(newly)
-        return True
+        return None
 
-    def _finish(self, conn: Connection, unreadable: list[dict], parked: list[dict], advance: dict) -> bool:
+    def _finish(self, conn: Connection, unreadable: list[dict], parked: list[dict], advances: list[dict]) -> int | None:
+        """Write the unreadable and parked rows and move each partition's checkpoints; the first
+        partition whose compare-and-set failed, or None."""
         if unreadable:
             conn.execute(insert(unreadable_events), unreadable)
         write_parked(conn, parked)
-        return conn.execute(ADVANCE, advance).rowcount == len(self._names)
+        for advance in advances:
+            if conn.execute(ADVANCE, advance).rowcount != len(self._names):
+                return advance["partition"]
+        return None
 
     def _refusal(self, partition: int, *, epoch: int, expected: int) -> Refused:
         with self.engine.connect() as conn:
             row = conn.execute(select(checkpoints.c.last_seq, checkpoints.c.epoch).where(*self._row(partition))).first()
         at, owner = (row.last_seq, row.epoch) if row is not None else (0, 0)
         if owner > epoch:
-            return Refused(at, owner, f"partition {partition} is owned at epoch {owner}, above {epoch}")
-        return Refused(at, owner, f"checkpoint of {self._names} (partition {partition} of {self.partitions}) is no longer at {expected}: another projector is writing")
+            return Refused(at, owner, f"partition {partition} is owned at epoch {owner}, above {epoch}", partition)
+        return Refused(
+            at, owner, f"checkpoint of {self._names} (partition {partition} of {self.partitions}) is no longer at {expected}: another projector is writing",
+            partition,
+        )
 
-    def _row(self, partition: int) -> tuple:
-        return (checkpoints.c.name.in_(self._names), checkpoints.c.share == partition, checkpoints.c.shares == self.partitions)
+    def _row(self, *partitions: int) -> tuple:
+        """The checkpoint rows of ``partitions`` (built once for each set: a commit's share of its time)."""
+        rows = self._rows.get(partitions)
+        if rows is None:
+            share = checkpoints.c.share == partitions[0] if len(partitions) == 1 else checkpoints.c.share.in_(partitions)
+            rows = self._rows[partitions] = (checkpoints.c.name.in_(self._names), share, checkpoints.c.shares == self.partitions)
+        return rows
 
     def _committer(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._commit_thread is None:
             self._commit_thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="projector-commit")
         return self._commit_thread
+
+
+def _one_partition(subject: str) -> int:
+    raise ValueError(f"a batch of several partitions needs the partition of each subject ({subject}): set the writer's partition_of")
 
 
 def _sort(entries: list[Entry]) -> tuple[list[Record], list[dict], dict[int, str]]:

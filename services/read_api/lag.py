@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fastapi import FastAPI
-from nats.js.errors import NotFoundError
 from sqlalchemy import Connection, func, inspect, select, table
 
 from projections.tables import unreadable_events
@@ -63,17 +62,8 @@ async def next_in_partition(app: FastAPI, partition: int, after_seq: int) -> int
 
 
 async def first_in_partition(claim_log: ClaimLog, partition: int, after_seq: int) -> tuple[int, datetime | None] | None:
-    """The sequence and stored time of the first event of ``partition`` after ``after_seq`` (None: none yet).
-
-    Asked of the stream's leader (not a direct get, which any copy may answer from behind): a copy
-    that has not yet stored an event would make the partition look past it."""
-    subject = claim_log.layout.partition_filter(partition)
-    js = claim_log.nc.jetstream()
-    try:
-        found = await asyncio.wait_for(js.get_msg(claim_log.stream, seq=after_seq + 1, subject=subject, next=True), HEAD_TIMEOUT)
-    except NotFoundError:
-        return None
-    return found.seq, found.time
+    """The sequence and stored time of the first event of ``partition`` after ``after_seq`` (None: none yet)."""
+    return await claim_log.first_in_partition(partition, after_seq, timeout=HEAD_TIMEOUT)
 
 
 async def waiting_since(app: FastAPI, after_seq: int) -> datetime | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import pickle
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from multiprocessing.connection import Connection as PipeEnd
@@ -70,7 +71,7 @@ class _Fed:
         self._ended = False
         self.attribution = attribution  # read once by the process that started the rebuild
 
-    def consumer(self, name: str, *, max_batch: int, partition: int | None = None) -> _Fed:
+    def consumer(self, name: str, *, max_batch: int, partitions: Sequence[int] | None = None) -> _Fed:
         return self
 
     async def start(self, after_seq: int) -> None:
