@@ -124,3 +124,39 @@ async def test_commits_of_two_partitions_at_once_both_land(engine: Engine, repla
 
 def _without_checkpoints(checksums: dict) -> dict:
     return {table: value for table, value in checksums.items() if table != checkpoints.name}
+
+
+async def test_a_batch_of_several_partitions_commits_together_and_a_fenced_one_refuses_all_of_it(engine: Engine, replay_engine: Engine):
+    # Stored subjects of a partitioned log (claims.<partition>.<claim>.<Type>); the writer reads each
+    # event's partition from its subject.
+    claims = [random_claim_id() for _ in range(3)]
+    parts = {claim: k for k, claim in enumerate(claims)}
+    everything = [
+        Entry(e.seq, f"claims.{parts[e.record.event.claim_id]}.{e.record.event.claim_id}.{e.record.event.type}", e.record)
+        for e in entries_of(claims)
+    ]
+    last = {k: max(e.seq for e in everything if e.subject.startswith(f"claims.{k}.")) for k in parts.values()}
+
+    def writer() -> CheckpointedWriter:
+        made = CheckpointedWriter(engine, build_projections(), partitions=4)
+        made.partition_of = lambda subject: int(subject.split(".")[1])
+        return made
+
+    worker = writer()
+    half = len(everything) // 2
+    assert await worker.commit(everything[:half], owners={0: 3, 1: 3, 2: 3}) == Committed(everything[half - 1].seq, half, 0)
+    # Another worker takes partition 2: the next batch, which holds events of partitions 0, 1 and 2, writes nothing.
+    successor = writer()
+    assert isinstance(successor.claim(2, epoch=5), int)
+    before = snapshot(engine)
+    refused = await worker.commit(everything, owners={0: 3, 1: 3, 2: 3})
+    assert isinstance(refused, Refused) and refused.partition == 2 and "owned at epoch 5, above 3" in refused.reason
+    assert snapshot(engine) == before
+    # Held at the right epochs, the batch lands: each partition's checkpoint at its own last event,
+    # what was committed before skipped.
+    again = writer()
+    assert await again.commit(everything, owners={0: 3, 1: 3, 2: 5}) == Committed(everything[-1].seq, len(everything) - half, half)
+    assert {(k, seq) for k, seq, _ in positions(engine)} == set(last.items())
+    await CheckpointedWriter(replay_engine, build_projections()).commit(everything, partition=0, epoch=0)  # one writer of the whole log
+    with engine.connect() as apart, replay_engine.connect() as together:
+        assert _without_checkpoints(table_checksums(apart)) == _without_checkpoints(table_checksums(together))
