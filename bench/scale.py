@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -60,7 +59,7 @@ from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
 from services.projector.leases import Leases, assignment, ensure_bucket, leases_bucket  # noqa: E402
 from services.projector.worker import runs_of  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
-from services.runtime.embedded import EmbeddedNats, write_server_config  # noqa: E402
+from services.runtime.embedded import EmbeddedNats  # noqa: E402
 
 console = Console()
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,25 +68,12 @@ GATE = "scale-bench-gate"  # the holder of every lease until the workers are all
 POLL = 0.25
 
 
-class MonitoredNats(EmbeddedNats):
+def monitored_nats(data_dir: Path, *, sync: str) -> EmbeddedNats:
     """The embedded server with its HTTP monitoring port open (for /connz)."""
-
-    def __init__(self, data_dir: Path, *, sync: str) -> None:
-        super().__init__(data_dir, sync=sync)
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.monitor_port = probe.getsockname()[1]
-
-    def _write_config(self) -> Path:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        head = (
-            f'listen: "127.0.0.1:{self.port}"\nserver_name: "claimlog-embedded"\n'
-            f'http: "127.0.0.1:{self.monitor_port}"\nports_file_dir: {json.dumps(str(self.data_dir))}\n'
-        )
-        return write_server_config(
-            self.data_dir / "nats-server.conf", head, store_dir=self.data_dir / "jetstream", sync=self.sync,
-            data_dir=self.data_dir, stream=self.stream, prefix=self.prefix,
-        )
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return EmbeddedNats(data_dir, sync=sync, monitor_port=port)
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -175,7 +161,7 @@ def runs(infos: dict, prefix: str, worker: str) -> list:
     start = runs_of(prefix, worker)
     return [info for name, info in infos.items() if name.startswith(start)]
 
-async def fold_with(n: int, server: MonitoredNats, url: str, database: str, lasts: dict[int, int], head: int, workdir: Path) -> dict:
+async def fold_with(n: int, server: EmbeddedNats, url: str, database: str, lasts: dict[int, int], head: int, workdir: Path) -> dict:
     """Run ``n`` workers over the log into ``database``, the leases held back until all have announced themselves."""
     partitions = len(lasts)
     prefix = f"scale-n{n}"
@@ -212,7 +198,7 @@ async def fold_with(n: int, server: MonitoredNats, url: str, database: str, last
         await gate.give_back(held)
 
         owners = assignment(names, partitions)
-        taken_after = None
+        taken_after, seen = None, {}
         while True:
             for name, process in processes.items():
                 if process.poll() is not None:
@@ -222,6 +208,7 @@ async def fold_with(n: int, server: MonitoredNats, url: str, database: str, last
                 if holders == owners:
                     taken_after = time.monotonic() - released
             infos = {info.name: info for info in await js.consumers_info("CLAIMS")}
+            seen |= infos  # a runner started again (its partitions came over two looks) removed its first consumer
             done = all(
                 any(info.delivered.stream_seq >= last and info.num_ack_pending == 0 and info.num_pending == 0
                     for info in runs(infos, prefix, owners[k]))
@@ -242,7 +229,7 @@ async def fold_with(n: int, server: MonitoredNats, url: str, database: str, last
     if holders != owners:
         raise RuntimeError(f"partitions moved during the run: held {holders}, expected {owners}")
     events = {
-        name: sum(info.delivered.consumer_seq for info in runs(infos, prefix, name))
+        name: sum(info.delivered.consumer_seq for info in runs(seen, prefix, name))
         for name in names
     }
     sent = {name: {key: counters_after[name][key] - counters_before[name][key] for key in ("out_msgs", "out_bytes")} for name in names}
@@ -284,7 +271,7 @@ def main(args: argparse.Namespace) -> None:
     if args.small:
         args.events, args.claims = 4_000, 400
     workdir = Path(tempfile.mkdtemp(prefix="claimlog-scale-"))
-    server = MonitoredNats(workdir / "nats", sync=args.sync)
+    server = monitored_nats(workdir / "nats", sync=args.sync)
     url = server.start()
     figures: dict[int, dict] = {}
     load = os.getloadavg()[0]

@@ -104,11 +104,13 @@ class EmbeddedNats:
     """One nats-server process serving the data directory's JetStream store on a free loopback port."""
 
     def __init__(
-        self, data_dir: Path, *, sync: str = "always", port: int = -1, stream: str = DEFAULT_STREAM, prefix: str = DEFAULT_PREFIX
+        self, data_dir: Path, *, sync: str = "always", port: int = -1, stream: str = DEFAULT_STREAM, prefix: str = DEFAULT_PREFIX,
+        monitor_port: int | None = None,
     ) -> None:
         self.data_dir = data_dir.resolve()
         self.sync = sync
         self.port = port
+        self.monitor_port = monitor_port  # the server's HTTP monitoring (/connz, /varz) on loopback; none by default
         self.stream, self.prefix = stream, prefix
         self.process: subprocess.Popen[bytes] | None = None
         self.url: str | None = None  # the address, without credentials
@@ -125,6 +127,8 @@ class EmbeddedNats:
             f'listen: "127.0.0.1:{self.port}"\nserver_name: "claimlog-embedded"\n'
             f"ports_file_dir: {json.dumps(str(self.data_dir))}\n"
         )
+        if self.monitor_port is not None:
+            head += f'http: "127.0.0.1:{self.monitor_port}"\n'
         return write_server_config(
             self.data_dir / "nats-server.conf", head, store_dir=self.data_dir / "jetstream", sync=self.sync,
             data_dir=self.data_dir, stream=self.stream, prefix=self.prefix,
