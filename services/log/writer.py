@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ WRONG_LAST_SEQUENCE = 10071
 BATCH_DUPLICATE_MSG_ID = 10201
 MAX_BATCH = 1000
 MESSAGE_ID_NAMESPACE = uuid.UUID("0d7c4f3e-9a52-5b1e-8c47-2f6e1a9b3d80")
+_NAMESPACE_BYTES = MESSAGE_ID_NAMESPACE.bytes
 
 
 def message_id(event: Event) -> str:
@@ -33,7 +35,10 @@ def message_id(event: Event) -> str:
     writes and where, a message id can only ever collide with the same actor's same event on the same
     claim: exactly a retry.
     """
-    return str(uuid.uuid5(MESSAGE_ID_NAMESPACE, f"{event.actor.id}\x00{event.claim_id}\x00{event.event_id}"))
+    # ``uuid.uuid5(MESSAGE_ID_NAMESPACE, name)`` written out: the same SHA-1 and bits, without the UUID
+    # object and its checks, which cost twice the hash (a bulk ingest asks for one id an event).
+    digest = hashlib.sha1(_NAMESPACE_BYTES + f"{event.actor.id}\x00{event.claim_id}\x00{event.event_id}".encode()).hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-5{digest[13:16]}-{'89ab'[int(digest[16], 16) & 3]}{digest[17:20]}-{digest[20:32]}"
 
 
 @dataclass(frozen=True)

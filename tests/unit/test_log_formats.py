@@ -132,3 +132,20 @@ def test_a_delivery_past_one_lost_with_a_connection_is_refused_and_a_repeated_on
     with pytest.raises(LogError, match="skipped 2 deliveries before sequence 15"):
         consumer._take(_frame(15, 6), batch)  # deliveries 4 and 5 (sequences 13 and 14) never arrived
     consumer._take(_frame(13, 1), batch)  # started again: counting starts again
+
+
+def test_a_message_id_is_the_uuid5_of_actor_claim_and_event_id():
+    import random
+    import uuid
+
+    from events import Actor, new_event_id
+    from events.claim import ClaimRetracted
+    from events.envelope import utc_now
+    from services.log.writer import MESSAGE_ID_NAMESPACE, message_id
+
+    rng = random.Random(7)
+    for number in range(2000):  # every value of the hex digits the variant and version bits are cut from
+        actor = Actor(id=f"bot-{rng.getrandbits(32):x}", kind="service")
+        event = ClaimRetracted(event_id=new_event_id(), claim_id=f"CLM-{number:06d}", occurred_at=utc_now(), actor=actor, reason="r")
+        expected = uuid.uuid5(MESSAGE_ID_NAMESPACE, f"{actor.id}\x00{event.claim_id}\x00{event.event_id}")
+        assert message_id(event) == str(expected)
