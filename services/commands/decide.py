@@ -199,16 +199,12 @@ def referenced_claims(command: Command) -> set[str]:
 
 
 def _event(command: Command, ctx: Context, **decided) -> Event:
+    fields = command.facts()  # a fresh dict: the envelope and the decided fields join it, validated as one
+    fields.update(
+        event_id=ctx.event_id, occurred_at=ctx.now, actor=ctx.actor, correlation_id=ctx.correlation_id, prev_hash=ctx.prev_hash, **decided
+    )
     try:
-        return command.event_type()(
-            event_id=ctx.event_id,
-            occurred_at=ctx.now,
-            actor=ctx.actor,
-            correlation_id=ctx.correlation_id,
-            prev_hash=ctx.prev_hash,
-            **command.facts(),
-            **decided,
-        )
+        return command.event_type().model_validate(fields)
     except ValidationError as error:  # an event-level rule, e.g. a revision that changes nothing
         problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
         raise Rejected(Kind.INVALID, "invalid_command", f"{command.command} on {command.claim_id}: {problems}") from None

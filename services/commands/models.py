@@ -146,7 +146,8 @@ class Command(BaseModel):
 
     def facts(self) -> dict[str, Any]:
         """The event fields this command carries (everything but ``command`` and ``event_id``)."""
-        return {name: getattr(self, name) for name in _FACTS[type(self)]}
+        values = self.__dict__  # a model's field values
+        return {name: values[name] for name in _FACTS[type(self)]}
 
 
 def _command_model(name: str, event_type: str, decided: frozenset[str]) -> type[Command]:
