@@ -125,8 +125,8 @@ def with_event_id(parsed: Parsed, actor: Actor, copies: Counter[bytes]) -> Line:
 def _derived_id(actor: Actor, line: bytes, seen: Counter[bytes]) -> str:
     """The same id for the n-th copy of the same line by the same actor, on every run (a UUID, version 8)."""
     key = hashlib.blake2b(line, digest_size=16).digest()  # a short key: counts live as long as the claim's cache entry
-    seen[key] += 1
-    digest = hashlib.sha256(b"%s\x00%d\x00%s" % (actor.id.encode(), seen[key], line)).hexdigest()
+    copy = seen[key] = seen.get(key, 0) + 1  # not ``seen[key] += 1``: Counter's __missing__ is Python, called at each new line
+    digest = hashlib.sha256(b"%s\x00%d\x00%s" % (actor.id.encode(), copy, line)).hexdigest()
     return f"{digest[:8]}-{digest[8:12]}-8{digest[13:16]}-{'89ab'[int(digest[16], 16) % 4]}{digest[17:20]}-{digest[20:32]}"
 
 
