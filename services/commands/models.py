@@ -146,8 +146,9 @@ class Command(BaseModel):
 
     def facts(self) -> dict[str, Any]:
         """The event fields this command carries (everything but ``command`` and ``event_id``)."""
-        values = self.__dict__  # a model's field values
-        return {name: values[name] for name in _FACTS[type(self)]}
+        facts = self.__dict__.copy()  # every field's value, in order (a model keeps nothing else there)
+        del facts["command"], facts["event_id"]
+        return facts
 
 
 def _command_model(name: str, event_type: str, decided: frozenset[str]) -> type[Command]:
@@ -184,14 +185,9 @@ def _strict(annotation: Any) -> Any:
 COMMAND_TYPES: dict[str, type[Command]] = {
     name: _command_model(name, event_type, decided) for name, (event_type, decided) in COMMANDS.items()
 }
-# Per command class, looked up once (a bulk ingest asks for both at every line): the event class it
-# produces, and the fields it hands on to that event.
+# Per command class, looked up once (a bulk ingest asks at every line): the event class it produces.
 _EVENT_CLASS: dict[type[Command], type[Event]] = {
     model: EVENT_TYPES[COMMANDS[name][0]] for name, model in COMMAND_TYPES.items()
-}
-_FACTS: dict[type[Command], tuple[str, ...]] = {
-    model: tuple(field for field in model.model_fields if field not in ("command", "event_id"))
-    for model in COMMAND_TYPES.values()
 }
 # ``command`` is optional on a command's own route, and names the command here: the union requires it.
 AnyCommand = Annotated[

@@ -120,6 +120,16 @@ def test_an_active_claim_takes_every_command(command: str):
     assert event.type == parse_command({"command": command, "claim_id": CLAIM, **BODIES[command]}).event_type().__name__
 
 
+@pytest.mark.parametrize("command", sorted(BODIES))
+def test_a_commands_facts_are_its_fields_but_command_and_event_id_and_its_event_carries_them(command: str):
+    parsed = parse_command({"command": command, "claim_id": CLAIM, "event_id": _event_id(), **BODIES[command]})
+    facts = parsed.facts()
+    assert list(facts) == [name for name in type(parsed).model_fields if name not in ("command", "event_id")]
+    assert facts == {name: getattr(parsed, name) for name in facts}
+    [event] = when(given(*EVERYTHING_ON_IT) if command != "draft_claim" else ClaimState(CLAIM), command)
+    assert {name: getattr(event, name) for name in facts} == facts
+
+
 def test_a_claim_cannot_supersede_itself():
     then_rejected(Kind.INVALID, "superseded_by_itself", given(DRAFTED), "supersede_claim", superseded_by=CLAIM)
 
