@@ -71,8 +71,12 @@ class UnknownEventError(ValueError):
 
 
 def encode(event: Event) -> bytes:
-    """The canonical bytes of an event, as stored in the log."""
-    return event.model_dump_json(exclude_none=True).encode()
+    """The canonical bytes of an event, as stored in the log: ``event.model_dump_json(exclude_none=True)``.
+
+    Taken as bytes from the serializer that ``model_dump_json`` calls, with the same options:
+    ``model_dump_json`` decodes them to text, which would only be encoded back.
+    """
+    return event.__pydantic_serializer__.to_json(event, exclude_none=True)
 
 
 def decode(data: bytes) -> Event:

@@ -18,6 +18,13 @@ def test_every_event_survives_encoding_and_decoding():
         assert decode(encode(event)) == event
 
 
+def test_an_events_bytes_are_its_json_without_nulls_as_pydantic_dumps_it():
+    events = [*history("CLM-0001"), drafted("CLM-0002", statement="caf\u00e9 \u2014 \U0001f600", technique=None)]
+    assert {event.type for event in events} >= {"ClaimDrafted", "SourceAttached", "ReviewRecorded"}
+    for event in events:
+        assert encode(event) == event.model_dump_json(exclude_none=True).encode()
+
+
 def test_an_unknown_type_is_named_in_the_error():
     with pytest.raises(UnknownEventError, match="unknown event type 'ClaimExploded'"):
         decode(b'{"type": "ClaimExploded"}')
