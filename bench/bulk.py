@@ -1,12 +1,14 @@
 """Bulk ingestion of JSON Lines commands: events acknowledged per second from one process, durable.
 
-    python bench/bulk.py [--claims 10000] [--per-claim 10] [--sync always|2m] [--cluster 3] [--signed] [--no-pipelined-peer] [--no-batch-peer] [--no-cli] [--no-again]
+    python bench/bulk.py [--claims 10000] [--per-claim 10] [--sync always|2m] [--cluster 3] [--signed] [--no-pipelined-peer] [--no-batch-peer] [--plain-peer] [--no-cli] [--no-again]
 
 Writes a file of claims x per-claim commands and times, on one server:
 - claimlog's bulk path in this process (stream the lines, validate, decide against each claim's state,
   append in atomic batches over many claims with message ids and per-claim expected sequences);
 - the same file again (everything already present);
-- its peer: raw atomic batches of the same file's lines, 1,000 events each, with the same headers
+- its peer: raw atomic batches of the same file's lines, 1,000 events each, with the same headers, into
+  a stream laid out as claimlog's (the subject transform storing each claim in its partition; with
+  ``--plain-peer`` also into a stream without one, on a fresh server)
   (``Nats-Msg-Id`` on each event, the expected last sequence on each claim's first event in a batch),
   no validation and no decisions, one batch in flight;
 - the earlier peer: raw pipelined single appends with the same headers, a window of 512;
@@ -39,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nats.js.api import StreamConfig  # noqa: E402
+from nats.js.api import StreamConfig, SubjectTransform  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -47,6 +49,7 @@ from bench.common import arguments, progress  # noqa: E402
 from bench.results import record  # noqa: E402
 from bench.workload import write_commands  # noqa: E402
 from events import Actor  # noqa: E402
+from events.subjects import DEFAULT_PARTITIONS, LogLayout  # noqa: E402
 from services.commands.bulk import BulkIngest  # noqa: E402
 from services.commands.bulk_lines import count_lines, iter_commands  # noqa: E402
 from services.ingest.cli import throttled_advance  # noqa: E402
@@ -100,10 +103,16 @@ def _claim_of(raw: bytes) -> str:
     return json.loads(raw)["claim_id"]
 
 
-async def peer_batches(target: Target, path: Path) -> tuple[float, float]:
-    """Raw atomic batches of the file's lines over many claims, the same headers, one batch in flight."""
+async def peer_batches(target: Target, path: Path, *, plain: bool = False) -> tuple[float, float]:
+    """Raw atomic batches of the file's lines over many claims, the same headers, one batch in flight,
+    into a stream laid out as claimlog's (its subject transform storing each claim in its partition;
+    ``plain``: a stream without one, as before partitions)."""
     nc = await connect(target.url, tls=target.tls)
-    await nc.jetstream().add_stream(StreamConfig(name="PEERB", subjects=["peerb.>"], allow_atomic=True, num_replicas=target.replicas))
+    layout = LogLayout(prefix="peerb", partitions=0 if plain else DEFAULT_PARTITIONS)
+    transform = None if layout.transform is None else SubjectTransform(src=layout.transform[0], dest=layout.transform[1])
+    await nc.jetstream().add_stream(StreamConfig(
+        name="PEERB", subjects=layout.stream_subjects, subject_transform=transform, allow_atomic=True, num_replicas=target.replicas,
+    ))
     reply = nc.new_inbox()
     sub = await nc.subscribe(reply, max_msgs=0)
     last: dict[str, int] = {}
@@ -116,11 +125,11 @@ async def peer_batches(target: Target, path: Path) -> tuple[float, float]:
             if claim_id not in heads:
                 heads[claim_id] = number
                 headers["Nats-Expected-Last-Subject-Sequence"] = str(last.get(claim_id, 0))
-                headers["Nats-Expected-Last-Subject-Sequence-Subject"] = f"peerb.claims.{claim_id}.*"
+                headers["Nats-Expected-Last-Subject-Sequence-Subject"] = layout.claim_filter(claim_id)
             headers |= {"Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(number)}
             if number == len(batch):
                 headers["Nats-Batch-Commit"] = "1"
-            await nc.publish(f"peerb.claims.{claim_id}.Event", data, reply=reply if number == len(batch) else "", headers=encode_headers(headers))
+            await nc.publish(layout.publish_subject(claim_id, "Event"), data, reply=reply if number == len(batch) else "", headers=encode_headers(headers))
         ack = json.loads((await sub.next_msg(timeout=30)).data)
         assert "error" not in ack, ack
         first = ack["seq"] - len(batch) + 1
@@ -222,6 +231,7 @@ async def main() -> None:
     parser.add_argument("--cluster", type=int, default=0, metavar="N", help="a local cluster of N nodes, N copies of each stream")
     parser.add_argument("--no-pipelined-peer", action="store_true")
     parser.add_argument("--no-batch-peer", action="store_true", help="skip the atomic-batch peer (a memory-only run)")
+    parser.add_argument("--plain-peer", action="store_true", help="also the atomic-batch peer into a stream without partitions, on a fresh server")
     parser.add_argument("--no-cli", action="store_true")
     parser.add_argument("--no-again", action="store_true", help="skip running the same file again")
     parser.add_argument("--signed", action="store_true", help="run the bulk path again, every batch signed, into a fresh server")
@@ -234,6 +244,10 @@ async def main() -> None:
             ours, ours_s, accepted = await claimlog_bulk(target, path, "claimlog bulk")
             again, again_s, _ = (None, None, None) if options.no_again else await claimlog_bulk(target, path, "again (all present)")
             batches, batches_s = (None, None) if options.no_batch_peer else await peer_batches(target, path)
+        plain = None
+        if options.plain_peer:
+            with serving(Path(tmp) / "nats-plain", options.sync, options.cluster) as target:
+                plain = await peer_batches(target, path, plain=True)
             pipelined = None if options.no_pipelined_peer else await peer_pipelined(target, path)
         signed = None
         if options.signed:
@@ -251,7 +265,9 @@ async def main() -> None:
     if again:
         table.add_row("same file again (nothing new)", f"{again:,.0f}", f"{again_s:.1f}", "")
     if batches:
-        table.add_row("peer: raw atomic batches of 1,000, same headers", f"{batches:,.0f}", f"{batches_s:.1f}", "1.00")
+        table.add_row("peer: raw atomic batches of 1,000, same headers, claimlog's stream layout", f"{batches:,.0f}", f"{batches_s:.1f}", "1.00")
+    if plain:
+        table.add_row("peer: the same into a stream without partitions", f"{plain[0]:,.0f}", f"{plain[1]:.1f}", ratio(plain[0]))
     if pipelined:
         table.add_row("peer: raw pipelined single appends, same headers", f"{pipelined[0]:,.0f}", f"{pipelined[1]:.1f}", ratio(pipelined[0]))
     if cli:
@@ -264,6 +280,8 @@ async def main() -> None:
         record("ingest, signed", signed[0], unit="events/s", peer=batches, note=f"one signature per batch; peer: raw atomic batches, unsigned; {busy}")
     if again:
         record("same file again", again, unit="lines/s")
+    if plain:
+        record("atomic batches into a stream without partitions (peer)", plain[0], unit="events/s", peer=batches, note="peer: raw atomic batches, claimlog's stream layout")
     if pipelined:
         record("pipelined single appends (peer)", pipelined[0], unit="events/s", peer=batches, note="peer: raw atomic batches")
     if cli:
