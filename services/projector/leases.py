@@ -24,7 +24,6 @@ from nats.js.errors import (
     BucketNotFoundError,
     KeyNotFoundError,
     KeyWrongLastSequenceError,
-    NoKeysError,
     NotFoundError,
 )
 from nats.js.kv import KeyValue
@@ -98,8 +97,9 @@ class Lease:
 class Leases:
     """One worker's view of the bucket: announce itself, take, renew and give back partitions."""
 
-    def __init__(self, kv: KeyValue, worker: str) -> None:
+    def __init__(self, kv: KeyValue, worker: str, *, js: JetStreamContext, bucket: str = BUCKET) -> None:
         self._kv, self.worker = kv, worker
+        self._js, self._stream, self._workers = js, f"KV_{bucket}", f"$KV.{bucket}.worker."
 
     @classmethod
     async def open(cls, js: JetStreamContext, worker: str, *, ttl: float, replicas: int = 1, bucket: str = BUCKET) -> Leases:
@@ -107,26 +107,26 @@ class Leases:
         a bucket made with another lease time is refused (a worker would renew too late or too often)."""
         kept = await bucket_ttl(js, bucket)
         if kept is None:
-            return cls(await ensure_bucket(js, ttl=ttl, replicas=replicas, bucket=bucket), worker)
+            return cls(await ensure_bucket(js, ttl=ttl, replicas=replicas, bucket=bucket), worker, js=js, bucket=bucket)
         if kept != ttl:
             raise LeaseConfigError(
                 f"the leases bucket {bucket} keeps a lease {kept:g}s, but CLAIMLOG_LEASE_SECONDS is {ttl:g}: give every "
                 f"worker the same setting, and let `claimlog up` or the deploy's stream service (as admin, with the new "
                 "setting) change the bucket"
             )
-        return cls(await js.key_value(bucket), worker)
+        return cls(await js.key_value(bucket), worker, js=js, bucket=bucket)
 
     async def announce(self) -> None:
         """Say this worker is alive (again within the bucket's ttl, or it counts as gone)."""
         await self._kv.put(f"worker.{self.worker}", b"")
 
     async def workers(self) -> list[str]:
-        """The live workers, this one included once it has announced itself."""
-        try:
-            keys = await self._kv.keys()
-        except NoKeysError:
-            return []
-        return sorted(key.removeprefix("worker.") for key in keys if key.startswith("worker."))
+        """The live workers, this one included once it has announced itself: the worker keys the
+        bucket's stream holds, in one request (an entry not written again within the ttl is gone from
+        it, and one that left is purged). Listing the keys through a consumer, made and removed at
+        every look, cost the worker's event loop enough to show in publish -> visible latency."""
+        info = await self._js.stream_info(self._stream, subjects_filter=f"{self._workers}>")
+        return sorted(subject.removeprefix(self._workers) for subject in info.state.subjects or {})
 
     async def take(self, partition: int) -> Lease | None:
         """The lease of ``partition``, if no other worker holds a live one. A lease held under this
@@ -160,8 +160,9 @@ class Leases:
                 continue
 
     async def leave(self) -> None:
-        """Stop counting as a live worker."""
-        await self._kv.delete(f"worker.{self.worker}")
+        """Stop counting as a live worker: the key is purged from the stream (a delete would leave a
+        marker under its subject, which ``workers`` would count until it expired)."""
+        await self._js.purge_stream(self._stream, subject=f"{self._workers}{self.worker}")
 
     async def holders(self, partitions: int) -> dict[int, tuple[str, int]]:
         """Who holds each partition's live lease, and at which epoch."""

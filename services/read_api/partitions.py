@@ -45,7 +45,7 @@ async def leases_of(claim_log: ClaimLog, partitions: int) -> tuple[dict[int, tup
         kv = await js.key_value(leases_bucket(claim_log.stream))
     except (BucketNotFoundError, NotFoundError):
         return {}, []
-    leases = Leases(kv, "")
+    leases = Leases(kv, "", js=js, bucket=leases_bucket(claim_log.stream))
     return await leases.holders(partitions), await leases.workers()
 
 

@@ -92,19 +92,16 @@ def _keeps(bucket: str) -> tuple[str, ...]:
 
 
 def _kv_leases(stream: str) -> tuple[str, ...]:
-    """Keep the partition leases (``services/projector/leases.py``) and list their keys (an ordered
-    consumer of the bucket's stream); admin makes the bucket."""
+    """Keep the partition leases (``services/projector/leases.py``), list the live workers (the
+    bucket stream's info) and purge a worker's key as it leaves; admin makes the bucket."""
     bucket = leases_bucket(stream)
-    api, kv = "$JS.API", f"KV_{bucket}"
-    listing = tuple(f"{api}.CONSUMER.{verb}.{kv}.>" for verb in ("CREATE", "INFO", "DELETE"))
-    return (*_keeps(bucket), f"{api}.CONSUMER.CREATE.{kv}", *listing)
+    return (*_keeps(bucket), f"$JS.API.STREAM.PURGE.KV_{bucket}")
 
 
 def _sees_leases(stream: str) -> tuple[str, ...]:
-    """Read the partition leases and list their keys, changing nothing: the API's health report names
-    each worker and the partitions it holds (``services/read_api/partitions.py``)."""
-    api, kv = "$JS.API", f"KV_{leases_bucket(stream)}"
-    return (*_reads(kv), f"{api}.CONSUMER.CREATE.{kv}", f"{api}.CONSUMER.CREATE.{kv}.>", f"{api}.CONSUMER.INFO.{kv}.>", f"{api}.CONSUMER.DELETE.{kv}.>")
+    """Read the partition leases and list the live workers, changing nothing: the API's health report
+    names each worker and the partitions it holds (``services/read_api/partitions.py``)."""
+    return _reads(f"KV_{leases_bucket(stream)}")
 
 
 def _reads(stream: str) -> tuple[str, ...]:

@@ -68,7 +68,8 @@ class Scene:
 
     async def open_leases(self, lease: float) -> None:
         """The bucket as `claimlog up` makes it (as admin), with this scenario's lease time."""
-        self.leases = Leases(await ensure_bucket(self.claim_log.nc.jetstream(), ttl=lease), "observer")
+        js = self.claim_log.nc.jetstream()
+        self.leases = Leases(await ensure_bucket(js, ttl=lease), "observer", js=js)
 
     def positions(self) -> dict[int, int]:
         """Each partition's checkpoint (the lowest over the projections)."""
