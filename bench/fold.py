@@ -85,6 +85,9 @@ class MemoryLog:
     async def ack_through(self, delivery: Delivery) -> None:
         pass
 
+    async def ack_batch(self, batch: Sequence[Delivery]) -> None:
+        pass
+
 
 async def claimlog_fold(log: list[Delivery], database_url: str, batch: int) -> tuple[float, float]:
     """Events/s and CPU µs per event of the projector folding ``log`` into a migrated database."""

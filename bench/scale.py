@@ -284,7 +284,8 @@ def main(args: argparse.Namespace) -> None:
             finally:
                 drop_database(args.postgres, database)
             f = figures[n]
-            console.print(f"{n} worker(s): {f['rate']:,.0f} events/s, leases taken {f['taken_after']:.1f} s after release, "
+            console.print(f"{n} worker(s): {f['rate']:,.0f} events/s, CPU per event {f['workers_cpu'] / head * 1e6:,.0f} µs in the workers "
+                          f"and {f['server_cpu'] / head * 1e6:,.0f} µs in nats-server, leases taken {f['taken_after']:.1f} s after release, "
                           f"partitions {f['partitions']}, events {f['events']}, sent {f['sent']}")
     finally:
         server.stop()

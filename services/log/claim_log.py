@@ -11,7 +11,7 @@ from nats.aio.client import Client
 from nats.js.errors import NotFoundError
 
 from events import Event
-from services.log.consumer import DurableConsumer
+from services.log.consumer import DurableConsumer, PartitionConsumers
 from services.log.pipeline import Pipeline
 from services.log.reader import ClaimHead, ClaimReader, StoredEvent, claim_head, stream_head
 from services.log.signing import Signer
@@ -66,9 +66,17 @@ class ClaimLog:
         """The last sequence in the whole log."""
         return await stream_head(self.nc, self.stream)
 
-    def consumer(self, name: str, *, max_batch: int, partitions: Sequence[int] | None = None) -> DurableConsumer:
-        """A durable consumer of every event, or of some partitions' (the server filters), for a projector."""
-        return DurableConsumer(self.nc, self.stream, name, max_batch=max_batch, layout=self.layout, partitions=partitions)
+    def consumer(self, name: str, *, max_batch: int, partitions: Sequence[int] | None = None) -> DurableConsumer | PartitionConsumers:
+        """A durable consumer of every event, or of some partitions' (the server filters), for a projector:
+        one consumer of the whole log for all of them, one per partition for some (``PartitionConsumers``)."""
+        if partitions is not None and len(set(partitions)) > 1 and not self.covers(partitions):
+            return PartitionConsumers(self.nc, self.stream, name, max_batch=max_batch, layout=self.layout, partitions=partitions)
+        whole = partitions is None or self.covers(partitions)
+        return DurableConsumer(self.nc, self.stream, name, max_batch=max_batch, layout=self.layout, partitions=None if whole else partitions)
+
+    def covers(self, partitions: Sequence[int]) -> bool:
+        """Whether ``partitions`` are every partition of the log."""
+        return set(partitions) >= set(range(max(self.layout.partitions, 1)))
 
     async def first_in_partition(self, partition: int, after_seq: int, *, timeout: float | None = None) -> tuple[int, datetime | None] | None:
         """The sequence and stored time of the first event of ``partition`` after ``after_seq`` (None: none yet).

@@ -62,19 +62,79 @@ class Delivery(NamedTuple):
         return self.stored_ns, restored
 
 
-class DurableConsumer:
+class _Batches:
+    """Batches of what one or more pull consumers delivered into one queue (``_members``)."""
+
+    _members: list[DurableConsumer]
+    _queue: asyncio.Queue[tuple[DurableConsumer, Frame]]
+    _max_batch: int
+
+    async def next_batch(self, *, timeout: float | None = None, linger: float = 0.0) -> list[Delivery]:
+        """Every delivered event already here (up to the batch size), waiting only for the first one.
+
+        With ``linger``, after the first event it waits up to that long for the batch to fill (a
+        replay wants full batches; the live projector wants the event it has now). Returns an empty
+        list when ``timeout`` passes with nothing delivered.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        batch: list[Delivery] = []
+        while not batch:
+            for member in self._members:
+                if loop.time() - member._heard_at > 2 * HEARTBEAT:
+                    member._owed = 0  # not even a heartbeat: the pull request was lost (a reconnect); ask again
+                    member._heard_at = loop.time()
+                await member._top_up()
+            wait = 2 * HEARTBEAT if deadline is None else min(2 * HEARTBEAT, deadline - loop.time())
+            if wait <= 0:
+                return batch
+            try:
+                item = await asyncio.wait_for(self._queue.get(), timeout=wait)
+            except TimeoutError:
+                continue
+            self._take_all(item, batch)
+        if linger > 0:
+            await self._fill(batch, loop.time() + linger)
+        return batch
+
+    async def _fill(self, batch: list[Delivery], until: float) -> None:
+        loop = asyncio.get_running_loop()
+        while len(batch) < self._max_batch and (left := until - loop.time()) > 0:
+            for member in self._members:
+                await member._top_up()
+            try:
+                item = await asyncio.wait_for(self._queue.get(), timeout=left)
+            except TimeoutError:
+                return
+            self._take_all(item, batch)
+
+    def _take_all(self, item: tuple[DurableConsumer, Frame], batch: list[Delivery]) -> None:
+        """Take this frame, then every one already queued, up to the batch size."""
+        now = asyncio.get_running_loop().time()
+        while True:
+            member, frame = item
+            member._heard_at = now  # a message or a heartbeat: the pull request is alive
+            member._take(frame, batch)
+            if len(batch) >= self._max_batch or self._queue.empty():
+                return
+            item = self._queue.get_nowait()
+
+
+class DurableConsumer(_Batches):
     """A durable, ack-all pull consumer over every claim subject, positioned by the caller's checkpoint."""
 
     def __init__(
         self, nc: Client, stream: str, name: str, *, max_batch: int = 1000, layout: LogLayout = DEFAULT_LAYOUT,
-        partition: int | None = None, partitions: Sequence[int] | None = None,
+        partition: int | None = None, partitions: Sequence[int] | None = None, queue: asyncio.Queue | None = None,
     ) -> None:
         self._nc, self._stream, self._name, self._max_batch = nc, stream, name, max_batch
         # Some partitions' subjects as the consumer's filters: the server sends nothing else.
         if partitions is None:
             partitions = None if partition is None else [partition]
         self._filters = [layout.all_events] if partitions is None else [layout.partition_filter(k) for k in sorted(partitions)]
-        self._queue: asyncio.Queue[Frame] = asyncio.Queue()
+        # Where deliveries wait to be taken: this consumer's own, or one it shares with others (``PartitionConsumers``).
+        self._queue: asyncio.Queue[tuple[DurableConsumer, Frame]] = asyncio.Queue() if queue is None else queue
+        self._members = [self]
         self._owed = 0
         self._heard_at = 0.0  # loop time of the last message or heartbeat
         self._sub = None
@@ -113,52 +173,13 @@ class DurableConsumer:
             await self._sub.unsubscribe()
             self._sub = None
 
-    async def next_batch(self, *, timeout: float | None = None, linger: float = 0.0) -> list[Delivery]:
-        """Every delivered event already here (up to the batch size), waiting only for the first one.
-
-        With ``linger``, after the first event it waits up to that long for the batch to fill (a
-        replay wants full batches; the live projector wants the event it has now). Returns an empty
-        list when ``timeout`` passes with nothing delivered.
-        """
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        batch: list[Delivery] = []
-        while not batch:
-            if loop.time() - self._heard_at > 2 * HEARTBEAT:
-                self._owed = 0  # not even a heartbeat: the pull request was lost (a reconnect); ask again
-                self._heard_at = loop.time()
-            await self._top_up()
-            wait = 2 * HEARTBEAT if deadline is None else min(2 * HEARTBEAT, deadline - loop.time())
-            if wait <= 0:
-                return batch
-            try:
-                frame = await asyncio.wait_for(self._queue.get(), timeout=wait)
-            except TimeoutError:
-                continue
-            self._heard_at = loop.time()  # a message or a heartbeat: the pull request is alive
-            self._take(frame, batch)
-            while len(batch) < self._max_batch and not self._queue.empty():
-                self._take(self._queue.get_nowait(), batch)
-        if linger > 0:
-            await self._fill(batch, loop.time() + linger)
-        return batch
-
-    async def _fill(self, batch: list[Delivery], until: float) -> None:
-        loop = asyncio.get_running_loop()
-        while len(batch) < self._max_batch and (left := until - loop.time()) > 0:
-            await self._top_up()
-            try:
-                frame = await asyncio.wait_for(self._queue.get(), timeout=left)
-            except TimeoutError:
-                return
-            self._heard_at = loop.time()
-            self._take(frame, batch)
-            while len(batch) < self._max_batch and not self._queue.empty():
-                self._take(self._queue.get_nowait(), batch)
-
     async def ack_through(self, delivery: Delivery) -> None:
         """Acknowledge this delivery and every one before it (call only after they are committed)."""
         await self._nc.publish(delivery.reply, b"+ACK")
+
+    async def ack_batch(self, batch: Sequence[Delivery]) -> None:
+        """Acknowledge a committed batch (its last delivery, and so every one before it)."""
+        await self.ack_through(batch[-1])
 
     async def _top_up(self) -> None:
         if self._sub is None:
@@ -187,7 +208,7 @@ class DurableConsumer:
         self._delivered = delivered
 
     def _on_frame(self, subject: str, reply: str, data: bytes, headers: RawHeaders | dict[str, str]) -> None:
-        self._queue.put_nowait((subject, reply, data, headers))
+        self._queue.put_nowait((self, (subject, reply, data, headers)))
 
     def _take(self, frame: Frame, batch: list[Delivery]) -> None:
         subject, reply, data, headers = frame
@@ -230,3 +251,41 @@ def _sequence_at(tokens: list[str], reply: str) -> int:
     if len(tokens) >= 11:  # $JS.ACK.<domain>.<account>.<stream>.<consumer>.<delivered>.<seq>.<cseq>.<time>...
         return 7
     raise LogError(f"not a JetStream delivery: reply subject {reply!r}")
+
+
+class PartitionConsumers(_Batches):
+    """Several partitions of the log read as one consumer: a durable consumer per partition, each with
+    the partition's one filter and starting at its own checkpoint, their deliveries taken together.
+
+    One consumer with a filter per partition costs the server far more: with sixteen filters
+    nats-server spent about 460 µs per event delivering a backlog, against 8 µs with one filter
+    (bench/scale.py). Their order across partitions is any: each partition has its own checkpoint,
+    and no event of one claim is in two partitions."""
+
+    def __init__(self, nc: Client, stream: str, name: str, *, max_batch: int, layout: LogLayout, partitions: Sequence[int]) -> None:
+        self._queue: asyncio.Queue[tuple[DurableConsumer, Frame]] = asyncio.Queue()
+        self._max_batch = max_batch
+        share = max(1, max_batch // len(partitions))  # each asks for its share: as much in flight as one consumer
+        self.by_partition = {
+            k: DurableConsumer(nc, stream, f"{name}-p{k}", max_batch=share, layout=layout, partitions=[k], queue=self._queue)
+            for k in sorted(partitions)
+        }
+        self._members = list(self.by_partition.values())
+        self._nc, self._partition_of = nc, layout.partition_of_subject
+
+    async def start_each(self, positions: dict[int, int]) -> None:
+        """(Re)create each partition's consumer after its partition's checkpoint."""
+        for k, member in self.by_partition.items():
+            await member.start(positions[k])
+
+    async def stop(self) -> None:
+        for member in self._members:
+            await member.stop()
+
+    async def ack_batch(self, batch: Sequence[Delivery]) -> None:
+        """Acknowledge a committed batch: each partition's last delivery in it."""
+        last: dict[int, Delivery] = {}
+        for delivery in batch:
+            last[self._partition_of(delivery.subject)] = delivery
+        for delivery in last.values():
+            await self._nc.publish(delivery.reply, b"+ACK")

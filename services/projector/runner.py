@@ -16,6 +16,7 @@ from events.subjects import claim_and_type, claim_of
 from projections.base import Record
 from services.keys import AttributionCache, load_attribution
 from services.log import ClaimLog, Delivery, DurableConsumer
+from services.log.consumer import PartitionConsumers
 from services.log.signing import Attribution
 from services.projector.errors import NEVER_PARK, TRANSIENT, CannotIsolateError, FencingError
 from services.projector.notices import encode_notice, notice_subject
@@ -95,13 +96,14 @@ class Runner:
     async def _starting_point(self) -> int:
         """Where the consumer starts: after every event all the runner's partitions have applied.
 
-        One partition (or none) starts at its checkpoint. Several start before the first event any of
-        them has not applied, asked of the log per partition, so that one partition idle since long
-        ago does not make the runner read again everything the others applied since."""
+        One partition (or none) starts at its checkpoint, and so does each of some partitions (a
+        consumer each). All of them, read by one consumer of the whole log, start before the first
+        event any of them has not applied, asked of the log per partition, so that one partition idle
+        since long ago does not make the runner read again everything the others applied since."""
         lowest = self.load_checkpoint()
         parts = self.scope.parts
-        if parts is None or len(parts) == 1:
-            return lowest
+        if parts is None or len(parts) == 1 or not self._log.covers(parts):
+            return lowest  # one consumer per partition, each started at its own checkpoint
         head = await self._log.head()  # before the look-ups: what a partition holds after them is above it
         bounds = []
         for part in parts:
@@ -143,7 +145,10 @@ class Runner:
     async def _consume(self, stop: asyncio.Event) -> None:
         checkpoint = await self._starting_point()
         consumer = self._log.consumer(self._name, max_batch=self._batch, partitions=self.scope.parts)
-        await consumer.start(checkpoint)
+        if isinstance(consumer, PartitionConsumers):
+            await consumer.start_each({k: self.writer.position(k) or 0 for k in self.epochs})
+        else:
+            await consumer.start(checkpoint)
         loop = asyncio.get_running_loop()
         checked = loop.time()
         deliveries: list[Delivery] = []
@@ -192,7 +197,7 @@ class Runner:
     def _decode(self, deliveries: list[Delivery], attribution: Attribution) -> list[Entry]:
         return to_entries(deliveries, share=self.scope.share, stop_at=self.scope.stop_at, attribution=attribution)
 
-    async def _apply(self, consumer: DurableConsumer, deliveries: list[Delivery], entries: list[Entry]) -> None:
+    async def _apply(self, consumer: DurableConsumer | PartitionConsumers, deliveries: list[Delivery], entries: list[Entry]) -> None:
         """Commit a decoded batch with the checkpoint, then acknowledge it."""
         outcome = await self.writer.commit(entries, owners=self.epochs)
         if isinstance(outcome, Refused):
@@ -200,7 +205,7 @@ class Runner:
         before, self.checkpoint = self.checkpoint, max(self.checkpoint, outcome.checkpoint)
         if outcome.applied:
             await self._announce([e.record for e in entries if e.seq > before and isinstance(e.record, Record)], outcome.checkpoint)
-        await consumer.ack_through(deliveries[-1])
+        await consumer.ack_batch(deliveries)
 
     async def _announce(self, records: list[Record], through: int) -> None:
         """Tell the API processes which claims the commit changed (``announce``: the live projector only)."""

@@ -200,6 +200,8 @@ class Worker:
         fold.stop.set()
         await asyncio.wait([fold.task])
         await self._forget_consumer(fold.consumer)
+        for partition in fold.partitions:  # some partitions are read by a consumer each (PartitionConsumers)
+            await self._forget_consumer(f"{fold.consumer}-p{partition}")
         error = None if fold.task.cancelled() else fold.task.exception()
         if isinstance(error, FencingError):
             log.warning("worker %s: a commit was refused: %s", self.name, error)

@@ -93,6 +93,9 @@ class _Fed:
     async def ack_through(self, delivery: FedDelivery) -> None:
         pass
 
+    async def ack_batch(self, batch: Sequence[FedDelivery]) -> None:
+        pass
+
 
 def partition_main(
     nats_url: str, spec, place: tuple[str, str | None], part: int, parts: int, head: int, name: str, counter, pipe: PipeEnd | None,
