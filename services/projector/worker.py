@@ -11,14 +11,14 @@ Workers on any number of machines divide a partitioned log among them with the l
 - lets go of the partitions another live worker should have: they are given back (deleted) only
   after the runner's last commit, so the other worker takes them at once.
 
-The partitions it holds are folded by one runner, as one projector folds an unpartitioned log: its
-durable consumer is filtered to those partitions (the server sends it nothing else), and each batch,
-whatever partitions its events are in, is one transaction that moves each partition's checkpoint by
-compare-and-set at that partition's epoch. A runner per partition would make as many small commits as
+The partitions it holds are folded by one runner, as one projector folds an unpartitioned log: it
+reads them with one consumer of the whole log when it holds every partition, or with a consumer
+filtered to each (the server sends nothing else), and each batch, whatever partitions its events are
+in, is one transaction that moves each partition's checkpoint by compare-and-set at that partition's
+epoch. A runner per partition would make as many small commits as
 partitions where one makes one, and on one machine a worker holds them all (``bench/latency.py
 --partitions-ab``). When the partitions held change (one taken, given back or lost), the runner ends
-its batch and a new one starts at the lowest of their checkpoints, with a consumer of its own
-(``consumer_name``), each partition skipping what its checkpoint says it has.
+its batch and a new one starts from their checkpoints, with consumers of its own (``consumer_name``).
 
 A lease it cannot renew (another worker holds it, or it lapsed) is dropped without giving anything
 back, and so is a partition whose commit was refused. On stop (SIGTERM) the runner ends its batch,

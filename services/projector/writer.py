@@ -81,7 +81,7 @@ class CheckpointedWriter:
         self._names = [p.name for p in self.projections]
         self._positions: dict[int, int] = {}  # partition -> checkpoint as this writer last committed it
         self._parking = Parking()
-        self._rows: dict[tuple[int, ...], tuple] = {}
+        self._rows: dict[int, tuple] = {}
         # The partition of a stored subject, for a batch of several partitions' events (set by its runner).
         self.partition_of: Callable[[str], int] = _one_partition
         # The thread this writer commits large batches in (its own: two writers of one process must
@@ -251,11 +251,13 @@ class CheckpointedWriter:
         )
 
     def _row(self, *partitions: int) -> tuple:
-        """The checkpoint rows of ``partitions`` (built once for each set: a commit's share of its time)."""
-        rows = self._rows.get(partitions)
+        """The checkpoint rows of ``partitions`` (one partition's built once: a small commit's share of its
+        time; several partitions' built each time, as their sets are many)."""
+        if len(partitions) > 1:
+            return (checkpoints.c.name.in_(self._names), checkpoints.c.share.in_(partitions), checkpoints.c.shares == self.partitions)
+        rows = self._rows.get(partitions[0])
         if rows is None:
-            share = checkpoints.c.share == partitions[0] if len(partitions) == 1 else checkpoints.c.share.in_(partitions)
-            rows = self._rows[partitions] = (checkpoints.c.name.in_(self._names), share, checkpoints.c.shares == self.partitions)
+            rows = self._rows[partitions[0]] = (checkpoints.c.name.in_(self._names), checkpoints.c.share == partitions[0], checkpoints.c.shares == self.partitions)
         return rows
 
     def _committer(self) -> concurrent.futures.ThreadPoolExecutor:
