@@ -199,12 +199,21 @@ class Runner:
 
     async def _apply(self, consumer: DurableConsumer | PartitionConsumers, deliveries: list[Delivery], entries: list[Entry]) -> None:
         """Commit a decoded batch with the checkpoint, then acknowledge it."""
+        before = {part: self.writer.position(part) or 0 for part in self.epochs}
         outcome = await self.writer.commit(entries, owners=self.epochs)
         if isinstance(outcome, Refused):
             raise FencingError(outcome.reason, outcome.partition)
-        before, self.checkpoint = self.checkpoint, max(self.checkpoint, outcome.checkpoint)
+        self.checkpoint = max(self.checkpoint, outcome.checkpoint)
         if outcome.applied:
-            await self._announce([e.record for e in entries if e.seq > before and isinstance(e.record, Record)], outcome.checkpoint)
+            # What this commit applied: above its partition's checkpoint (a batch of several partitions'
+            # consumers is in no one order of sequences).
+            if len(before) == 1:
+                [above] = before.values()
+                applied = [e.record for e in entries if isinstance(e.record, Record) and e.seq > above]
+            else:
+                of = self.writer.partition_of
+                applied = [e.record for e in entries if isinstance(e.record, Record) and e.seq > before[of(e.subject)]]
+            await self._announce(applied, outcome.checkpoint)
         await consumer.ack_batch(deliveries)
 
     async def _announce(self, records: list[Record], through: int) -> None:
