@@ -125,12 +125,10 @@ class DurableConsumer(_Batches):
 
     def __init__(
         self, nc: Client, stream: str, name: str, *, max_batch: int = 1000, layout: LogLayout = DEFAULT_LAYOUT,
-        partition: int | None = None, partitions: Sequence[int] | None = None, queue: asyncio.Queue | None = None,
+        partitions: Sequence[int] | None = None, queue: asyncio.Queue | None = None,
     ) -> None:
         self._nc, self._stream, self._name, self._max_batch = nc, stream, name, max_batch
         # Some partitions' subjects as the consumer's filters: the server sends nothing else.
-        if partitions is None:
-            partitions = None if partition is None else [partition]
         self._filters = [layout.all_events] if partitions is None else [layout.partition_filter(k) for k in sorted(partitions)]
         # Where deliveries wait to be taken: this consumer's own, or one it shares with others (``PartitionConsumers``).
         self._queue: asyncio.Queue[tuple[DurableConsumer, Frame]] = asyncio.Queue() if queue is None else queue
