@@ -12,11 +12,13 @@ write shows on its page before the writer can look.
 
     python bench/latency.py --partitions-ab 1 16
 
-runs the same workload twice in one run, each time on a fresh server and database: (A) a log of the
-first number of partitions (CLAIMLOG_PARTITIONS; 0 is the unpartitioned layout, folded by the one
-projector without leases), (B) a log of the second, each folded by one `claimlog projector` worker;
-then the peer once. It prints both, the ratio B/A of p50 and p99, and the projector process's CPU
-per event in each (what the layout costs it, which the machine's other load does not change). Target:
+runs the same workload on two layouts in one run, each time on a fresh server and database: (A) a log
+of the first number of partitions (CLAIMLOG_PARTITIONS; 0 is the unpartitioned layout, folded by the
+one projector without leases), (B) a log of the second, each folded by one `claimlog projector`
+worker; then the peer once. ``--rounds`` (3) repeats both in alternating order (A B, B A, A B) and
+pools each layout's latencies, so that the machine's load drifting during the run weighs on both
+alike. It prints both, the ratio B/A of p50 and p99, and the projector process's CPU per event in
+each (what the layout costs it, which the machine's other load does not change). Target:
 the partitioned log's p99 on one machine no worse than the unpartitioned one's. ``--claims`` spreads
 the events over more claims (a page is rewritten whole at each event, so fewer claims make bigger
 pages and dearer events).
@@ -241,9 +243,24 @@ async def main(args: argparse.Namespace) -> None:
         report(ours, peer, stages, args)
         return
     a, b = args.partitions_ab
-    first, first_stages, _, first_cpu = await measure(args, a, peer=False)
-    second, second_stages, peer, second_cpu = await measure(args, b, peer=True)
-    report_ab((a, first, first_stages, first_cpu), (b, second, second_stages, second_cpu), peer, args)
+    # Rounds alternate the order (A B, B A, A B, ...) so that neither layout always runs first, and
+    # pool each layout's latencies: the machine's load drifting during the run then weighs on both.
+    pooled: dict[int, tuple[list[float], dict[str, list[float]], list[float]]] = {a: ([], defaultdict(list), []), b: ([], defaultdict(list), [])}
+    peer: list[float] = []
+    for round_ in range(args.rounds):
+        order = (a, b) if round_ % 2 == 0 else (b, a)
+        for i, partitions in enumerate(order):
+            last = round_ == args.rounds - 1 and i == 1
+            ours, stages, theirs, cpu = await measure(args, partitions, peer=last)
+            latencies, pooled_stages, cpus = pooled[partitions]
+            latencies.extend(ours)
+            for stage, times in stages.items():
+                pooled_stages[stage].extend(times)
+            cpus.append(cpu)
+            peer.extend(theirs)
+            console.print(f"round {round_ + 1}/{args.rounds}, {_layout_name(partitions)}: p50 {percentile(ours, 50):.1f} ms, "
+                          f"p99 {percentile(ours, 99):.1f} ms, projector CPU per event {cpu:.0f} µs")
+    report_ab(*((k, pooled[k][0], pooled[k][1], sum(pooled[k][2]) / len(pooled[k][2])) for k in (a, b)), peer, args)
 
 
 def report(ours: list[float], peer: list[float], stages: dict[str, list[float]], args: argparse.Namespace) -> None:
@@ -268,7 +285,7 @@ def _layout_name(partitions: int) -> str:
 def report_ab(first: tuple[int, list[float], dict, float], second: tuple[int, list[float], dict, float], peer: list[float], args: argparse.Namespace) -> None:
     """Both layouts' latencies, the ratio of the second's to the first's, and the peer."""
     load = os.getloadavg()[0]
-    table = Table(title=f"publish -> visible by partitions, one worker, {args.rate:.0f} events/s for {args.seconds:.0f} s each, "
+    table = Table(title=f"publish -> visible by partitions, one worker, {args.rate:.0f} events/s for {args.rounds} x {args.seconds:.0f} s each, "
                         f"nats sync_interval={args.sync}, load average {load:.1f}")
     for column in ("path", "events", "p50 ms", "p90 ms", "p99 ms", "max ms"):
         table.add_column(column, justify="right" if column != "path" else "left")
@@ -287,7 +304,8 @@ def report_ab(first: tuple[int, list[float], dict, float], second: tuple[int, li
     console.print(f"projector CPU per event: {_layout_name(a)} {cpu_a:.0f} µs, {_layout_name(b)} {cpu_b:.0f} µs = {cpu_b / cpu_a:.2f}x")
     verdict = "met" if percentile(ours_b, 99) <= percentile(ours_a, 99) else "NOT met"
     console.print(f"target: p99 of {_layout_name(b)} no worse than of {_layout_name(a)} -> {verdict} (the two runs differ by the machine's noise too)")
-    note = f"one `claimlog projector` worker, {args.rate:g} events/s for {args.seconds:g} s per layout, load average {load:.1f}"
+    note = (f"one `claimlog projector` worker, {args.rate:g} events/s, {args.rounds} rounds of {args.seconds:g} s per layout in alternating order, "
+            f"load average {load:.1f}")
     for p in (50, 99):
         record(f"publish to visible p{p}, {_layout_name(a)}", percentile(ours_a, p), unit="ms", peer=percentile(peer, p),
                note=note + "; peer: plain nats-py and sqlite3, same run")
@@ -305,4 +323,6 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=18765)
     parser.add_argument("--partitions-ab", type=int, nargs=2, metavar=("A", "B"),
                         help="run the workload on a log of A partitions, then of B (e.g. 1 16; 0: unpartitioned), one worker each")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="with --partitions-ab: rounds of both layouts, in alternating order, each layout's latencies pooled")
     run(main(parser.parse_args()))  # uvloop and claimlog's GC settings, for claimlog and the peer alike

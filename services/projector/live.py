@@ -60,7 +60,5 @@ class Projector(Runner):
         self.writer.forget()
         self.writer.close()
         self.generation = active
-        partition_of = self.writer.partition_of
         self.writer = CheckpointedWriter(self._generations.engine(active), self._projections, partitions=self._partitions)
-        self.writer.partition_of = partition_of
         return True

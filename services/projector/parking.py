@@ -91,18 +91,18 @@ class Parking:
         self.claims = parked_claims(conn)
 
     def hold_back(
-        self, conn: Connection, records: list[Record], subjects: dict[int, str], *, rows: tuple[ColumnElement[bool], ...] = ()
+        self, conn: Connection, records: list[Record], subjects: dict[int, str], *, rows: Callable[[], tuple[ColumnElement[bool], ...]] = tuple
     ) -> tuple[list[Record], list[dict], bool]:
         """The records to apply, rows parking those of parked claims, and whether a claim was released.
 
         Costs nothing unless the batch touches a parked claim; then the table is read again under the
-        lock of the committing partition's checkpoint ``rows``, since ``claimlog parked retry`` (another
+        lock of the committing partitions' checkpoint rows (``rows()``: built only then), since ``claimlog parked retry`` (another
         process, which locks them all) may have released it.
         """
         touched = {r.event.claim_id for r in records if r.event.claim_id in self.claims} if self.claims else None
         if not touched:
             return records, [], False
-        lock_checkpoints(conn, *rows)
+        lock_checkpoints(conn, *rows())
         still = parked_claims(conn, sorted(touched))
         released = touched - still.keys()
         for claim_id in released:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import nats.errors
@@ -68,8 +68,9 @@ class Runner:
         self.epochs = epochs if epochs is not None else {part: epoch for part in parts}
         if sorted(self.epochs) != sorted(parts):
             raise ValueError(f"epochs for partitions {sorted(self.epochs)}, the runner folds {sorted(parts)}")
-        if len(parts) > 1:
-            writer.partition_of = log_.layout.partition_of_subject
+        # The partition of each delivered event, read from its subject when decoded: a batch of
+        # several partitions' events is committed and announced each event against its own checkpoint.
+        self._partition_of: Callable[[str], int] | None = log_.layout.partition_of_subject if len(parts) > 1 else None
         self.announce = False  # send a commit notice after each commit (services/projector/notices.py)
         self._keys = AttributionCache(self._load_attribution)
 
@@ -195,7 +196,7 @@ class Runner:
         return False
 
     def _decode(self, deliveries: list[Delivery], attribution: Attribution) -> list[Entry]:
-        return to_entries(deliveries, share=self.scope.share, stop_at=self.scope.stop_at, attribution=attribution)
+        return to_entries(deliveries, share=self.scope.share, stop_at=self.scope.stop_at, attribution=attribution, partition_of=self._partition_of)
 
     async def _apply(self, consumer: DurableConsumer | PartitionConsumers, deliveries: list[Delivery], entries: list[Entry]) -> None:
         """Commit a decoded batch with the checkpoint, then acknowledge it."""
@@ -211,8 +212,7 @@ class Runner:
                 [above] = before.values()
                 applied = [e.record for e in entries if isinstance(e.record, Record) and e.seq > above]
             else:
-                of = self.writer.partition_of
-                applied = [e.record for e in entries if isinstance(e.record, Record) and e.seq > before[of(e.subject)]]
+                applied = [e.record for e in entries if isinstance(e.record, Record) and e.seq > before[e.partition]]
             await self._announce(applied, outcome.checkpoint)
         await consumer.ack_batch(deliveries)
 
@@ -230,11 +230,13 @@ class Runner:
 
 
 def to_entries(
-    deliveries: Sequence[Delivery], *, share: tuple[int, int] = (0, 1), stop_at: int | None = None, attribution: Attribution | None = None
+    deliveries: Sequence[Delivery], *, share: tuple[int, int] = (0, 1), stop_at: int | None = None, attribution: Attribution | None = None,
+    partition_of: Callable[[str], int] | None = None,
 ) -> list[Entry]:
     """A batch as the writer takes it: each event of the claims in ``share`` decoded, or why it cannot
     be read or attributed (``attribution``: services/log/signing.py; without it, none is required); none
-    after ``stop_at``. Needs no database, so it overlaps the previous commit."""
+    after ``stop_at``; each with its log partition (``partition_of`` its subject; without it, 0). Needs
+    no database, so it overlaps the previous commit."""
     attribution = attribution or Attribution({}, None)
     part, parts = share
     entries = []
@@ -248,7 +250,7 @@ def to_entries(
                 _attributable(delivery, record, attribution)
             except UnknownEventError as error:
                 record = error
-        entries.append(Entry(delivery.seq, delivery.subject, record))
+        entries.append(Entry(delivery.seq, delivery.subject, record, partition_of(delivery.subject) if partition_of else 0))
     return entries
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,12 +46,14 @@ ADVANCE = (
 
 
 class Entry(NamedTuple):
-    """One delivered event as the writer takes it: its place in the log, its subject, and what it
-    decoded to (``None``: a claim another writer folds; the checkpoint moves over it all the same)."""
+    """One delivered event as the writer takes it: its place in the log, its subject, what it decoded
+    to (``None``: a claim another writer folds; the checkpoint moves over it all the same), and the log
+    partition it is stored in (read from its subject once, when it is decoded)."""
 
     seq: int
     subject: str
     record: Record | UnknownEventError | None
+    partition: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,8 +85,6 @@ class CheckpointedWriter:
         self._positions: dict[int, int] = {}  # partition -> checkpoint as this writer last committed it
         self._parking = Parking()
         self._rows: dict[int, tuple] = {}
-        # The partition of a stored subject, for a batch of several partitions' events (set by its runner).
-        self.partition_of: Callable[[str], int] = _one_partition
         # The thread this writer commits large batches in (its own: two writers of one process must
         # not queue behind each other's commits).
         self._commit_thread: concurrent.futures.ThreadPoolExecutor | None = None
@@ -132,9 +133,9 @@ class CheckpointedWriter:
             fresh = [entry for entry in batch if entry.seq > at]
             moving = {only: (at, fresh[-1].seq)} if fresh else {}
         else:
-            of, fresh, moving = self.partition_of, [], {}
+            fresh, moving = [], {}
             for entry in batch:
-                part = of(entry.subject)
+                part = entry.partition
                 if entry.seq > expected[part]:
                     fresh.append(entry)
                     moving[part] = (expected[part], entry.seq)  # each partition to its last event in the batch
@@ -175,7 +176,9 @@ class CheckpointedWriter:
             {"names": self._names, "partition": part, "partitions": self.partitions, "expected": at, "new": to, "owner": owners[part]}
             for part, (at, to) in moving.items()
         ]
-        rows = self._row(*moving)
+        # The committing partitions' checkpoint rows, as a condition; built only when a batch needs
+        # to lock them (it touches a parked claim, or one of its events fails).
+        rows = functools.partial(self._row, *moving)
         try:
             with self.engine.connect() as conn:
                 transaction = conn.begin()
@@ -201,7 +204,7 @@ class CheckpointedWriter:
             return self._isolate(records, unreadable, subjects, advances, rows, failure)
 
     def _hold_back(
-        self, conn: Connection, records: list[Record], subjects: dict[int, str], rows: tuple
+        self, conn: Connection, records: list[Record], subjects: dict[int, str], rows: Callable[[], tuple]
     ) -> tuple[list[Record], list[dict], list[dict]]:
         """The records to apply, the parked events' rows, and the unreadable rows of repeats (found
         before parking: a repeat is never folded, parked or not)."""
@@ -212,13 +215,14 @@ class CheckpointedWriter:
         return applying, parked, repeats
 
     def _isolate(
-        self, records: list[Record], unreadable: list[dict], subjects: dict[int, str], advances: list[dict], rows: tuple, failure: Exception
+        self, records: list[Record], unreadable: list[dict], subjects: dict[int, str], advances: list[dict], rows: Callable[[], tuple],
+        failure: Exception,
     ) -> int | None:
         forget = _forget_or_give_up(self.forget, failure)
         forget()
         with self.engine.connect() as conn:
             transaction = conn.begin()
-            lock_checkpoints(conn, *rows)  # the committing partitions', before the first savepoint
+            lock_checkpoints(conn, *rows())  # the committing partitions', before the first savepoint
             applying, parked, repeats = self._hold_back(conn, records, subjects, rows)
             parked_now, newly = isolate(conn, self.projections, applying, subjects, forget=forget, never_park=NEVER_PARK)
             if (refused := self._finish(conn, unreadable + repeats, sorted(parked + parked_now, key=lambda row: row["seq"]), advances)) is not None:
@@ -264,10 +268,6 @@ class CheckpointedWriter:
         if self._commit_thread is None:
             self._commit_thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="projector-commit")
         return self._commit_thread
-
-
-def _one_partition(subject: str) -> int:
-    raise ValueError(f"a batch of several partitions needs the partition of each subject ({subject}): set the writer's partition_of")
 
 
 def _sort(entries: list[Entry]) -> tuple[list[Record], list[dict], dict[int, str]]:

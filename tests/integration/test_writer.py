@@ -127,20 +127,17 @@ def _without_checkpoints(checksums: dict) -> dict:
 
 
 async def test_a_batch_of_several_partitions_commits_together_and_a_fenced_one_refuses_all_of_it(engine: Engine, replay_engine: Engine):
-    # Stored subjects of a partitioned log (claims.<partition>.<claim>.<Type>); the writer reads each
-    # event's partition from its subject.
+    # Stored subjects of a partitioned log (claims.<partition>.<claim>.<Type>), each event with its partition.
     claims = [random_claim_id() for _ in range(3)]
     parts = {claim: k for k, claim in enumerate(claims)}
     everything = [
-        Entry(e.seq, f"claims.{parts[e.record.event.claim_id]}.{e.record.event.claim_id}.{e.record.event.type}", e.record)
+        Entry(e.seq, f"claims.{parts[e.record.event.claim_id]}.{e.record.event.claim_id}.{e.record.event.type}", e.record, parts[e.record.event.claim_id])
         for e in entries_of(claims)
     ]
     last = {k: max(e.seq for e in everything if e.subject.startswith(f"claims.{k}.")) for k in parts.values()}
 
     def writer() -> CheckpointedWriter:
-        made = CheckpointedWriter(engine, build_projections(), partitions=4)
-        made.partition_of = lambda subject: int(subject.split(".")[1])
-        return made
+        return CheckpointedWriter(engine, build_projections(), partitions=4)
 
     worker = writer()
     half = len(everything) // 2
