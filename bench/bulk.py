@@ -244,11 +244,11 @@ async def main() -> None:
             ours, ours_s, accepted = await claimlog_bulk(target, path, "claimlog bulk")
             again, again_s, _ = (None, None, None) if options.no_again else await claimlog_bulk(target, path, "again (all present)")
             batches, batches_s = (None, None) if options.no_batch_peer else await peer_batches(target, path)
+            pipelined = None if options.no_pipelined_peer else await peer_pipelined(target, path)
         plain = None
         if options.plain_peer:
             with serving(Path(tmp) / "nats-plain", options.sync, options.cluster) as target:
                 plain = await peer_batches(target, path, plain=True)
-            pipelined = None if options.no_pipelined_peer else await peer_pipelined(target, path)
         signed = None
         if options.signed:
             with serving(Path(tmp) / "nats-signed", options.sync, options.cluster) as target:
