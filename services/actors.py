@@ -20,12 +20,12 @@ import secrets
 from datetime import datetime, timedelta
 
 from nats.aio.client import Client
+from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import (
     BucketNotFoundError,
     KeyNotFoundError,
     KeyWrongLastSequenceError,
-    NoKeysError,
     NotFoundError,
 )
 from nats.js.kv import KeyValue
@@ -110,8 +110,8 @@ def token_hash(token: str) -> str:
 class ActorStore:
     """Issue, look up, list and revoke tokens."""
 
-    def __init__(self, kv: KeyValue) -> None:
-        self._kv = kv
+    def __init__(self, kv: KeyValue, js: JetStreamContext, bucket: str) -> None:
+        self._kv, self._js, self._bucket = kv, js, bucket
 
     @classmethod
     async def open(
@@ -127,10 +127,10 @@ class ActorStore:
                 raise ActorsUnavailable(
                     f"no actors yet (the key-value bucket {bucket} does not exist): add one with `claimlog actors add`"
                 ) from None
-            return cls(await _create_bucket(nc, replicas, bucket))
+            return cls(await _create_bucket(nc, replicas, bucket), js, bucket)
         if create:
             await ensure_store_replicas(nc, replicas, stream=stream)
-        return cls(kv)
+        return cls(kv, js, bucket)
 
     async def issue(self, actor: Actor, *, expires_at: datetime | None = None) -> tuple[str, TokenRecord]:
         """A new token for ``actor``, working until ``expires_at`` (None: until revoked): the token itself
@@ -172,16 +172,26 @@ class ActorStore:
         return record.actor
 
     async def records(self) -> list[tuple[str, TokenRecord]]:
-        """Every token's key and record (for operators)."""
-        try:
-            keys = await self._kv.keys()
-        except (NotFoundError, NoKeysError):  # nats-py says "no keys found" one way or the other
-            return []
+        """Every token's key and record (for operators, and what ``revoke`` and ``rotate`` look through)."""
         found = []
-        for key in keys:
-            entry = await self._kv.get(key)
+        for key in await self._keys():
+            try:
+                entry = await self._kv.get(key)
+            except (KeyNotFoundError, NotFoundError):
+                continue  # deleted by hand
             found.append((key, TokenRecord.model_validate_json(entry.value or b"{}")))
         return sorted(found, key=lambda item: item[1].created_at)
+
+    async def _keys(self) -> list[str]:
+        """Every token's key, as the subjects the bucket's stream holds, in one request. nats-py's
+        ``KeyValue.keys()`` lists them through a watcher that, on a busy machine, can signal its end
+        before the entries arrive: a revocation then found no token and revoked nothing."""
+        prefix = f"$KV.{self._bucket}."
+        try:
+            info = await self._js.stream_info(f"KV_{self._bucket}", subjects_filter=f"{prefix}token.>")
+        except NotFoundError:
+            return []
+        return [subject.removeprefix(prefix) for subject in info.state.subjects or {}]
 
     async def revoke(self, *, actor_id: str | None = None, token_id: str | None = None) -> list[TokenRecord]:
         """Revoke every live token of an actor, or one token by its id; returns what was revoked."""

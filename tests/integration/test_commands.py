@@ -79,7 +79,7 @@ async def test_a_write_without_a_valid_token_is_refused_and_publishes_nothing(ap
     assert missing.status_code == 401 and missing.headers["www-authenticate"].startswith("Bearer")
     forged = await api.http.post("/commands/draft_claim", json=draft(claim), headers={"Authorization": "Bearer clm_forged"})
     assert forged.status_code == 401 and forged.json()["error"] == "unauthorized"
-    await api.store.revoke(actor_id="grace")
+    assert [record.actor.id for record in await api.store.revoke(actor_id="grace")] == ["grace"]
     revoked = await api.send("draft_claim", "grace", **draft(claim))
     assert revoked.status_code == 401 and "revoked" in revoked.json()["message"]
     assert await api.log.head() == head
