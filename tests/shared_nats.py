@@ -88,6 +88,10 @@ class SharedNats:
         url = f"nats://{_user(number)}:{self._password}@{self._address}"
         with ThreadPoolExecutor(1) as thread:  # its own event loop, whatever runs in this thread
             thread.submit(asyncio.run, _empty(url)).result()
+        # The server creates a stream's directory with one mkdir under the account's ``streams``: once in
+        # a full run that account directory was found gone after its streams were deleted, and the next
+        # test's stream could not be made ("mkdir .../T23/streams: no such file or directory").
+        (self.directory / "jetstream" / "jetstream" / f"T{number}" / "streams").mkdir(parents=True, exist_ok=True)
         return url
 
     def stop(self) -> None:
