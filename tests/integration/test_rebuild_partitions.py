@@ -21,13 +21,14 @@ async def test_a_rebuild_worker_receives_only_its_partitions_events(
     monkeypatch: pytest.MonkeyPatch, nats_url: str, claim_log: ClaimLog, engine: Engine, worker_url: str  # noqa: F811
 ):
     layout, parts = claim_log.layout, 2
-    claims = [random_claim_id() for _ in range(10)]
-    # At least half the claims belong to the other worker: the connection's few replies and control
-    # messages must stay well below the events it would have received had it been sent everything.
-    while sum(layout.partition_of(c) % parts for c in claims) < len(claims) / 2 or not any(
-        layout.partition_of(c) % parts == 0 for c in claims
-    ):
-        claims.append(random_claim_id())
+    # Six claims of the other worker's partitions and four of this one's: the connection's few replies
+    # and control messages must stay well below the events it would have received had it been sent everything.
+    theirs: list[str] = []
+    ours: list[str] = []
+    while len(theirs) < 6 or len(ours) < 4:
+        claim_id = random_claim_id()
+        (theirs if layout.partition_of(claim_id) % parts else ours).append(claim_id)
+    claims = theirs[:6] + ours[:4]
     for claim_id in claims:
         await append_history(claim_log, claim_id)
     head = await claim_log.head()
