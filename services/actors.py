@@ -35,6 +35,7 @@ from events import Actor
 from events.envelope import utc_now
 from events.subjects import DEFAULT_STREAM
 from services.expiry import stamp
+from services.log.buckets import bucket_keys
 from services.log.replication import ensure_bucket_replicas, placed
 
 BUCKET = "claimlog_actors"  # the default stream's; another stream's registry has a bucket of its own
@@ -174,24 +175,13 @@ class ActorStore:
     async def records(self) -> list[tuple[str, TokenRecord]]:
         """Every token's key and record (for operators, and what ``revoke`` and ``rotate`` look through)."""
         found = []
-        for key in await self._keys():
+        for key in await bucket_keys(self._js, self._bucket, "token."):
             try:
                 entry = await self._kv.get(key)
             except (KeyNotFoundError, NotFoundError):
                 continue  # deleted by hand
             found.append((key, TokenRecord.model_validate_json(entry.value or b"{}")))
         return sorted(found, key=lambda item: item[1].created_at)
-
-    async def _keys(self) -> list[str]:
-        """Every token's key, as the subjects the bucket's stream holds, in one request. nats-py's
-        ``KeyValue.keys()`` lists them through a watcher that, on a busy machine, can signal its end
-        before the entries arrive: a revocation then found no token and revoked nothing."""
-        prefix = f"$KV.{self._bucket}."
-        try:
-            info = await self._js.stream_info(f"KV_{self._bucket}", subjects_filter=f"{prefix}token.>")
-        except NotFoundError:
-            return []
-        return [subject.removeprefix(prefix) for subject in info.state.subjects or {}]
 
     async def revoke(self, *, actor_id: str | None = None, token_id: str | None = None) -> list[TokenRecord]:
         """Revoke every live token of an actor, or one token by its id; returns what was revoked."""

@@ -18,6 +18,7 @@ from nats.aio.client import Client
 from nats.js.api import StreamInfo
 from nats.js.errors import APIError, NotFoundError
 
+from services.log.buckets import bucket_stream
 from services.log.errors import LogConfigError
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ async def ensure_bucket_replicas(nc: Client, buckets: dict[str, str], wanted: in
     a bucket not made yet is made with them by the code that first uses it."""
     for bucket, what in buckets.items():
         try:
-            info = await nc.jetstream().stream_info(f"KV_{bucket}")
+            info = await nc.jetstream().stream_info(bucket_stream(bucket))
         except NotFoundError:
             continue
         await ensure_replicas(nc, info, wanted, what=f"{what} (bucket {bucket})", change=True)

@@ -29,6 +29,7 @@ from nats.js.errors import (
 from nats.js.kv import KeyValue
 
 from events.subjects import DEFAULT_STREAM
+from services.log.buckets import bucket_keys, bucket_stream, key_subject
 
 BUCKET = "claimlog-leases"  # the default registry's; another stream's registry has its own (``leases_bucket``)
 
@@ -99,7 +100,7 @@ class Leases:
 
     def __init__(self, kv: KeyValue, worker: str, *, js: JetStreamContext, bucket: str = BUCKET) -> None:
         self._kv, self.worker = kv, worker
-        self._js, self._stream, self._workers = js, f"KV_{bucket}", f"$KV.{bucket}.worker."
+        self._js, self._bucket = js, bucket
 
     @classmethod
     async def open(cls, js: JetStreamContext, worker: str, *, ttl: float, replicas: int = 1, bucket: str = BUCKET) -> Leases:
@@ -125,8 +126,7 @@ class Leases:
         bucket's stream holds, in one request (an entry not written again within the ttl is gone from
         it, and one that left is purged). Listing the keys through a consumer, made and removed at
         every look, cost the worker's event loop enough to show in publish -> visible latency."""
-        info = await self._js.stream_info(self._stream, subjects_filter=f"{self._workers}>")
-        return sorted(subject.removeprefix(self._workers) for subject in info.state.subjects or {})
+        return [key.removeprefix("worker.") for key in await bucket_keys(self._js, self._bucket, "worker.")]
 
     async def take(self, partition: int) -> Lease | None:
         """The lease of ``partition``, if no other worker holds a live one. A lease held under this
@@ -162,7 +162,7 @@ class Leases:
     async def leave(self) -> None:
         """Stop counting as a live worker: the key is purged from the stream (a delete would leave a
         marker under its subject, which ``workers`` would count until it expired)."""
-        await self._js.purge_stream(self._stream, subject=f"{self._workers}{self.worker}")
+        await self._js.purge_stream(bucket_stream(self._bucket), subject=key_subject(self._bucket, f"worker.{self.worker}"))
 
     async def holders(self, partitions: int) -> dict[int, tuple[str, int]]:
         """Who holds each partition's live lease, and at which epoch."""
@@ -189,7 +189,7 @@ async def ensure_bucket(js: JetStreamContext, *, ttl: float, replicas: int = 1, 
             description="claimlog projector workers and the partitions each folds",
         )
         return await js.create_key_value(config)
-    info = await js.stream_info(f"KV_{bucket}")
+    info = await js.stream_info(bucket_stream(bucket))
     if info.config.max_age != ttl:
         window = min(info.config.duplicate_window or ttl, ttl)  # the server refuses a window longer than the entries live
         await js.update_stream(replace(info.config, max_age=ttl, duplicate_window=window))
@@ -199,7 +199,7 @@ async def ensure_bucket(js: JetStreamContext, *, ttl: float, replicas: int = 1, 
 async def bucket_ttl(js: JetStreamContext, bucket: str = BUCKET) -> float | None:
     """How long the leases bucket keeps an entry not written again (the lease time), or ``None`` when it is not made yet."""
     try:
-        info = await js.stream_info(f"KV_{bucket}")
+        info = await js.stream_info(bucket_stream(bucket))
     except NotFoundError:
         return None
     return info.config.max_age

@@ -48,12 +48,13 @@ ADVANCE = (
 class Entry(NamedTuple):
     """One delivered event as the writer takes it: its place in the log, its subject, what it decoded
     to (``None``: a claim another writer folds; the checkpoint moves over it all the same), and the log
-    partition it is stored in (read from its subject once, when it is decoded)."""
+    partition it is stored in (read from its subject once, when it is decoded; ``None`` when not given,
+    which a batch committed for one partition does not need and one of several partitions refuses)."""
 
     seq: int
     subject: str
     record: Record | UnknownEventError | None
-    partition: int = 0
+    partition: int | None = None
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,10 @@ class CheckpointedWriter:
         ``owners`` (partition -> epoch) commits a batch of several partitions' events at once (one
         worker's: ``services/projector/worker.py``), each partition's checkpoint moved by compare-and-set
         at its own epoch; without it the batch is ``partition``'s, at ``epoch``."""
-        owners = {partition: epoch} if owners is None else owners
+        if owners is None:
+            owners = {partition: epoch}
+        elif len(owners) > 1:
+            _refuse_others(batch, owners)  # before claiming any of them
         expected: dict[int, int] = {}
         for part, owner in owners.items():
             at = self._positions.get(part)
@@ -310,3 +314,14 @@ async def _in_thread(executor: concurrent.futures.Executor, call: Callable[[], o
     except asyncio.CancelledError:
         concurrent.futures.wait([future])
         raise
+
+
+def _refuse_others(batch: Sequence[Entry], owned: Mapping[int, int]) -> None:
+    """Refuse a batch of several partitions holding an event of a partition the commit was not given, or
+    of none: folded under another partition's checkpoint, it would be applied where no owner fenced it."""
+    for entry in batch:
+        if entry.partition not in owned:
+            raise ValueError(
+                f"event {entry.seq} ({entry.subject}) is of partition {entry.partition}, not one this commit "
+                f"owns ({sorted(owned)}): build the batch's entries with their partitions (to_entries(partition_of=...))"
+            )

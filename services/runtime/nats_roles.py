@@ -17,6 +17,7 @@ from events.subjects import DEFAULT_PREFIX, DEFAULT_STREAM, LogLayout
 from services.actors import actors_bucket
 from services.commands.shared_state import RATES, SLUGS, bucket_name
 from services.keys import keys_bucket
+from services.log.buckets import bucket_stream, key_subject
 from services.log.servers import inbox_prefix
 from services.projector.leases import leases_bucket
 from services.projector.notices import notice_subject
@@ -61,7 +62,7 @@ def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Per
         "admin": None,  # creates and updates the stream and the actors bucket; operator commands
         # The API processes connect as writer (with commands) or reader: both hear the commit notices.
         # ... and keeps the buckets all API processes share: slugs' owners and the rate limit.
-        "writer": _own_replies(user_name("writer", stream), (events, f"{api}.INFO", *read_log, *_reads(f"KV_{actors_bucket(stream)}"),
+        "writer": _own_replies(user_name("writer", stream), (events, f"{api}.INFO", *read_log, *_reads(bucket_stream(actors_bucket(stream))),
                                           *(s for kind in (SLUGS, RATES) for s in _keeps(bucket_name(kind, stream))),
                                           *_sees_leases(stream)),
                                also=(notice_subject(stream),)),
@@ -88,20 +89,20 @@ def _own_replies(user: str, publish: tuple[str, ...], *, also: tuple[str, ...] =
 
 def _keeps(bucket: str) -> tuple[str, ...]:
     """Reading and writing the keys of a key-value bucket (not creating or deleting the bucket)."""
-    return (f"$KV.{bucket}.>", *_reads(f"KV_{bucket}"))
+    return (key_subject(bucket, ">"), *_reads(bucket_stream(bucket)))
 
 
 def _kv_leases(stream: str) -> tuple[str, ...]:
     """Keep the partition leases (``services/projector/leases.py``), list the live workers (the
     bucket stream's info) and purge a worker's key as it leaves; admin makes the bucket."""
     bucket = leases_bucket(stream)
-    return (*_keeps(bucket), f"$JS.API.STREAM.PURGE.KV_{bucket}")
+    return (*_keeps(bucket), f"$JS.API.STREAM.PURGE.{bucket_stream(bucket)}")
 
 
 def _sees_leases(stream: str) -> tuple[str, ...]:
     """Read the partition leases and list the live workers, changing nothing: the API's health report
     names each worker and the partitions it holds (``services/read_api/partitions.py``)."""
-    return _reads(f"KV_{leases_bucket(stream)}")
+    return _reads(bucket_stream(leases_bucket(stream)))
 
 
 def _reads(stream: str) -> tuple[str, ...]:

@@ -157,3 +157,18 @@ async def test_a_batch_of_several_partitions_commits_together_and_a_fenced_one_r
     await CheckpointedWriter(replay_engine, build_projections()).commit(everything, partition=0, epoch=0)  # one writer of the whole log
     with engine.connect() as apart, replay_engine.connect() as together:
         assert _without_checkpoints(table_checksums(apart)) == _without_checkpoints(table_checksums(together))
+
+
+async def test_a_batch_of_several_partitions_holding_one_it_does_not_own_is_refused_with_the_reason(engine: Engine):
+    # An entry built without its partition must not fold under the checkpoint of partition 0 (or any
+    # other) whose owner never saw it; nor one of a partition the commit was not given.
+    claim = random_claim_id()
+    stored = [Entry(e.seq, f"claims.3.{claim}.{e.record.event.type}", e.record, 3) for e in entries_of([claim])]
+    unmarked = [Entry(e.seq, e.subject, e.record) for e in stored]
+    worker = CheckpointedWriter(engine, build_projections(), partitions=4)
+    before = snapshot(engine)
+    for batch, owners, named in ((unmarked, {0: 1, 3: 1}, "None"), (stored, {1: 1, 2: 1}, "3")):
+        with pytest.raises(ValueError, match=rf"event 1 \(claims\.3\..*\) is of partition {named}, not one this commit owns"):
+            await worker.commit(batch, owners=owners)
+    assert snapshot(engine) == before
+    assert await worker.commit(stored, owners={1: 1, 3: 1}) == Committed(len(stored), len(stored), 0)
