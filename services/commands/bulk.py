@@ -5,6 +5,7 @@ Each line is one command (the JSON ``POST /commands`` takes). Lines of one claim
 each decided against the state the previous ones left. Decided events gather into a batch of up to
 the server's limit, over as many claims as come; each claim's first event in it expects the claim's
 last acknowledged sequence. While one batch waits for its acknowledgement the next one is decided.
+The clock is read once a batch: its events share the time they were decided at (within milliseconds).
 
 A refused batch is not lost work: the claims whose last sequence moved are found, every line of the
 refused batch (and of the one decided on top of it) is decided again against the claims as the log
@@ -60,6 +61,7 @@ class Round:
     lines: list[tuple[Line, Event | str | LineError]] = field(default_factory=list)
     shares: dict[str, ClaimShare] = field(default_factory=dict)
     events: int = 0
+    now: datetime | None = None  # when its lines are decided: the clock is read once a batch
 
 
 class BulkIngest:
@@ -143,7 +145,10 @@ class BulkIngest:
         try:
             if already_done(line.command, slot.state, line.event_id, self._actor) is not None:
                 return PRESENT
-            ctx = Context(self._actor, line.event_id, self._clock(), existing_claims=existing, prev_hash=slot.state.head_hash)
+            now = self._open.now
+            if now is None:
+                now = self._open.now = self._clock()
+            ctx = Context(self._actor, line.event_id, now, existing_claims=existing, prev_hash=slot.state.head_hash)
             [event] = decide(line.command, slot.state, ctx)  # every command produces one event
         except Rejected as rejected:
             return LineError(line.number, rejected.reason, rejected.message)
@@ -246,7 +251,7 @@ class BulkIngest:
 
         from services.commands.bulk_pipelined import PipelinedIngest
 
-        copies: dict[str, Counter[bytes]] = {}
+        copies: dict[str, Counter[int]] = {}
         lines = []
         for item in items:
             self.report.lines += 1

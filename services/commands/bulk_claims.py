@@ -27,7 +27,7 @@ class ClaimSlot:
     state: ClaimState
     acked_seq: int  # the sequence of its last acknowledged event (what its next batch expects)
     unacked: int = 0  # its events decided but not yet acknowledged
-    copies: Counter[bytes] = field(default_factory=Counter)
+    copies: Counter[int] = field(default_factory=Counter)
     stale: bool = False  # its state may be wrong (a refused batch): read it again before use
 
 

@@ -18,9 +18,9 @@ The rules, in words (docs/commands.md lists them with their reasons):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
@@ -51,8 +51,7 @@ class Rejected(Exception):
         self.kind, self.reason, self.message = kind, reason, message
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(NamedTuple):
     """What a decision needs besides the command and the state: who, when, which id, what else exists."""
 
     actor: Actor

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from events import Actor, Event, UnknownEventError
 from events.claim import ClaimDrafted, ClaimRetracted, ClaimRevised, ClaimSuperseded
@@ -18,8 +19,7 @@ from events.review import ReviewRecorded, ReviewWithdrawn
 from events.source import SourceAttached, SourceWithdrawn
 
 
-@dataclass(frozen=True, slots=True)
-class Written:
+class Written(NamedTuple):
     """An event of this claim already in the log: where, and of which type."""
 
     seq: int

@@ -14,7 +14,7 @@ LINE = b'{"command": "retract_claim", "claim_id": "CLM-0001", "reason": "r"}'
 OTHER = b'{"command": "retract_claim", "claim_id": "CLM-0001", "reason": "s"}'
 
 
-def derived(actor: Actor, lines: list[bytes], copies: Counter[bytes] | None = None) -> list[str]:
+def derived(actor: Actor, lines: list[bytes], copies: Counter[int] | None = None) -> list[str]:
     copies = Counter() if copies is None else copies
     return [with_event_id(Parsed(n, parse_command(raw), raw), actor, copies).event_id for n, raw in enumerate(lines, 1)]
 
@@ -30,7 +30,7 @@ def test_a_lines_id_comes_from_its_actor_its_bytes_and_how_many_copies_came_befo
 
 
 def test_the_copies_are_counted_across_calls_in_the_claims_counter():
-    copies: Counter[bytes] = Counter()
+    copies: Counter[int] = Counter()
     assert derived(BOT, [LINE], copies) + derived(BOT, [LINE], copies) == derived(BOT, [LINE, LINE])
 
 

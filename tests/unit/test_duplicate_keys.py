@@ -92,6 +92,10 @@ def lines_of(body: dict) -> list[bytes]:
         out.append("{" + f'"{key}" : {value}, ' + plain[1:])  # again, first, spaced before its colon
         escaped = "".join(f"\\u{ord(c):04x}" if i == 0 else c for i, c in enumerate(key))
         out.append(plain[:-1] + f', "{escaped}": {value}}}')  # again, escaped
+        compact = json.dumps(body, separators=(",", ":"))
+        out.append(compact[:-1] + f',"{key}":{value}}}')  # again, nothing between the tokens
+        out.append(compact[:-1] + f',"{key}"\t\n:{value}}}')  # again, a tab and a line break before its colon
+        out.append(compact[:-1] + f',"{key}":":{key}"}}')  # again, its value starting with a colon
     out.append(plain[:-1] + ', "x": {"k": 1, "k": 2}}')  # twice in a nested object (and an unknown field)
     out.append(plain[:-1] + ', "x": [{"k": 1}, {"k": 2}]}')  # once in each of two objects
     return [line.encode() for line in out]
