@@ -35,7 +35,7 @@ from events import Actor, Event, encode
 from events.envelope import utc_now
 from services.commands.bulk_claims import DEFAULT_CAPACITY, ClaimCache, ClaimSlot
 from services.commands.bulk_lines import BulkReport, Line, LineError, Parsed, with_event_id
-from services.commands.decide import Context, Rejected, decide, referenced_claims
+from services.commands.decide import REFERENCES, Context, Rejected, decide, referenced_claims
 from services.commands.service import already_done
 from services.log import ClaimLog, LogError, event_hash
 from services.log.batches import (
@@ -93,7 +93,10 @@ class BulkIngest:
                     if isinstance(item, LineError):
                         self._finish_line(item.number, item)
                     elif item is not None:
-                        await self._take(item)
+                        if not self._take_held(item):
+                            await self._take(item)
+                        if self._open.events >= self._batch:
+                            await self._ship()
         finally:
             if self._coming is not None and not self._coming[1].done():
                 self._coming[1].cancel()
@@ -116,8 +119,26 @@ class BulkIngest:
 
     def _read_ahead_of(self, source: Iterator[Parsed | Line | LineError]) -> tuple[list, asyncio.Task]:
         lines = list(itertools.islice(source, self._read_ahead))
-        claims = {c for item in lines if not isinstance(item, LineError) for c in _claims_named(item)}
+        claims = set()
+        for item in lines:
+            if not isinstance(item, LineError):
+                command = item.command
+                claims.add(command.claim_id)
+                if (field := REFERENCES.get(command.command)) is not None and (other := getattr(command, field)):
+                    claims.add(other)
         return lines, asyncio.ensure_future(self._claims.prefetch(claims))
+
+    def _take_held(self, item: Parsed | Line) -> bool:
+        """Decide a line at once when its claim is held and it names no other claim (most lines); False
+        when it needs awaiting (its claim to read, or other claims to wait for): ``_take``."""
+        command = item.command
+        if command.command in REFERENCES:
+            return False
+        slot = self._claims.peek(command.claim_id)
+        if slot is None:
+            return False
+        self._decided(item if isinstance(item, Line) else with_event_id(item, self._actor, slot.copies), slot, frozenset())
+        return True
 
     async def _take(self, item: Parsed | Line) -> None:
         claim_id = item.command.claim_id
@@ -131,12 +152,13 @@ class BulkIngest:
                 return
             existing = frozenset([o for o in others if (await self._claims.get(o)).acked_seq > 0])
             slot = await self._claims.get(claim_id)  # held still, unless reading the others evicted it
+        self._decided(line, slot, existing)
+
+    def _decided(self, line: Line, slot: ClaimSlot, existing: frozenset[str]) -> None:
         outcome = self._decide(line, slot, existing)
         self._open.lines.append((line, outcome))
         if isinstance(outcome, Event):
             self._add(slot, outcome)
-        if self._open.events >= self._batch:
-            await self._ship()
 
     async def _waits_for(self, claim_ids: set[str]) -> bool:
         return any([(await self._claims.get(claim_id)).unacked for claim_id in claim_ids])
@@ -268,7 +290,3 @@ def _done() -> asyncio.Future[None]:
     done = asyncio.get_running_loop().create_future()
     done.set_result(None)
     return done
-
-
-def _claims_named(item: Parsed | Line) -> set[str]:
-    return {item.command.claim_id, *referenced_claims(item.command)}

@@ -11,7 +11,16 @@ import json
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, TypeAdapter, ValidationError, create_model, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+    model_validator,
+)
 
 from events import EVENT_TYPES, Event
 from events.envelope import ClaimId
