@@ -165,7 +165,7 @@ class BulkIngest:
 
     def _decide(self, line: Line, slot: ClaimSlot, existing: frozenset[str]) -> Event | str | LineError:
         try:
-            if already_done(line.command, slot.state, line.event_id, self._actor) is not None:
+            if line.event_id in slot.state.written and already_done(line.command, slot.state, line.event_id, self._actor) is not None:
                 return PRESENT
             now = self._open.now
             if now is None:

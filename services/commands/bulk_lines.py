@@ -116,19 +116,19 @@ def _parse(raw: bytes) -> Command:
 
 
 def with_event_id(parsed: Parsed, actor: Actor, copies: Counter[int]) -> Line:
-    """The line with its event id: its own, or derived (``copies`` counts identical lines of its claim so far)."""
-    return Line(parsed.number, parsed.command, parsed.command.event_id or _derived_id(actor, parsed.raw, copies))
-
-
-def _derived_id(actor: Actor, line: bytes, seen: Counter[int]) -> str:
-    """The same id for the n-th copy of the same line by the same actor, on every run (a UUID, version 8).
+    """The line with its event id: its own, or derived: the same id for the n-th copy of the same line
+    by the same actor, on every run (a UUID, version 8; ``copies`` counts identical lines of its claim so far).
 
     Copies are counted under the line's ``hash()``: computed once per bytes object and small, it only
     has to tell lines apart within one run (two different lines of one claim sharing a 64-bit hash, about
     one chance in 10^19 a pair, would count as copies)."""
-    copy = seen[key] = seen.get(key := hash(line), 0) + 1  # not ``seen[key] += 1``: Counter's __missing__ is Python
+    if parsed.command.event_id is not None:
+        return Line(parsed.number, parsed.command, parsed.command.event_id)
+    line = parsed.raw
+    copy = copies[key] = copies.get(key := hash(line), 0) + 1  # not ``copies[key] += 1``: Counter's __missing__ is Python
     digest = hashlib.sha256(b"%s\x00%d\x00%s" % (actor.id.encode(), copy, line)).hexdigest()
-    return f"{digest[:8]}-{digest[8:12]}-8{digest[13:16]}-{'89ab'[int(digest[16], 16) & 3]}{digest[17:20]}-{digest[20:32]}"
+    event_id = f"{digest[:8]}-{digest[8:12]}-8{digest[13:16]}-{'89ab'[int(digest[16], 16) & 3]}{digest[17:20]}-{digest[20:32]}"
+    return Line(parsed.number, parsed.command, event_id)
 
 
 def report_json(report: BulkReport) -> str:

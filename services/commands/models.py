@@ -233,7 +233,7 @@ def _each_key_once(data: bytes | str, command: Command) -> bool:
     takes the glance, at a fraction of a parse's cost.
     """
     return (
-        type(data) is bytes and b"\\" not in data and data.count(b"{") == 1 and _SPACED_COLON.search(data) is None
+        type(data) is bytes and b"\\" not in data and data.find(b"{", data.find(b"{") + 1) == -1 and _SPACED_COLON.search(data) is None
         and data.count(b'":') == len(command.model_fields_set)
     )
 

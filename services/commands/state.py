@@ -68,14 +68,14 @@ class ClaimState:
             case ClaimDrafted():
                 self.drafted, self.revision = True, max(self.revision, 1)
                 self.drafted_by = self.drafted_by or event.actor
+            case SourceAttached():  # the most frequent event, tried early (the cases are of distinct classes)
+                self.sources.setdefault(event.source_id, "active")
             case ClaimRevised():
                 self.revision += 1
             case ClaimRetracted():
                 self.lifecycle = "retracted"
             case ClaimSuperseded():
                 self.lifecycle = "superseded"
-            case SourceAttached():
-                self.sources.setdefault(event.source_id, "active")
             case SourceWithdrawn() if event.source_id in self.sources:
                 self.sources[event.source_id] = "withdrawn"
             case DisagreementFiled():
