@@ -154,38 +154,35 @@ class BulkIngest:
             slot = await self._claims.get(claim_id)  # held still, unless reading the others evicted it
         self._decided(line, slot, existing)
 
-    def _decided(self, line: Line, slot: ClaimSlot, existing: frozenset[str]) -> None:
-        outcome = self._decide(line, slot, existing)
-        self._open.lines.append((line, outcome))
-        if isinstance(outcome, Event):
-            self._add(slot, outcome)
-
     async def _waits_for(self, claim_ids: set[str]) -> bool:
         return any([(await self._claims.get(claim_id)).unacked for claim_id in claim_ids])
 
-    def _decide(self, line: Line, slot: ClaimSlot, existing: frozenset[str]) -> Event | str | LineError:
+    def _decided(self, line: Line, slot: ClaimSlot, existing: frozenset[str]) -> None:
+        """Decide ``line`` against its claim's state; an event it makes joins the open batch, chained to
+        the claim's events before it (its sequence is known once the batch is acknowledged)."""
+        state, round_ = slot.state, self._open
         try:
-            if line.event_id in slot.state.written and already_done(line.command, slot.state, line.event_id, self._actor) is not None:
-                return PRESENT
-            now = self._open.now
+            if line.event_id in state.written and already_done(line.command, state, line.event_id, self._actor) is not None:
+                round_.lines.append((line, PRESENT))
+                return
+            now = round_.now
             if now is None:
-                now = self._open.now = self._clock()
-            ctx = Context(self._actor, line.event_id, now, existing_claims=existing, prev_hash=slot.state.head_hash)
-            [event] = decide(line.command, slot.state, ctx)  # every command produces one event
+                now = round_.now = self._clock()
+            [event] = decide(line.command, state, Context(self._actor, line.event_id, now, None, existing, state.head_hash))
         except Rejected as rejected:
-            return LineError(line.number, rejected.reason, rejected.message)
-        return event
-
-    def _add(self, slot: ClaimSlot, event: Event) -> None:
+            round_.lines.append((line, LineError(line.number, rejected.reason, rejected.message)))
+            return
+        round_.lines.append((line, event))
         data = encode(event)
-        share = self._open.shares.get(event.claim_id)
+        share = round_.shares.get(event.claim_id)
         if share is None:
-            share = self._open.shares[event.claim_id] = ClaimShare(event.claim_id, expected_seq=0)
+            share = round_.shares[event.claim_id] = ClaimShare(event.claim_id, expected_seq=0)
         share.linked.append((event, data))
-        slot.state.evolve(event, -1, event_hash(data))  # its sequence is known once the batch is acknowledged
+        state.evolve(event, -1, event_hash(data))
+        if not slot.unacked:
+            self._claims.hold(event.claim_id, slot)  # a slot with events waiting is held already
         slot.unacked += 1
-        self._claims.hold(event.claim_id, slot)
-        self._open.events += 1
+        round_.events += 1
 
     async def _flush(self) -> bool:
         """Send what is decided and wait for every batch; True when one was refused (lines wait to be redone)."""

@@ -244,8 +244,11 @@ def _assembled(cls: type[Event], fields: dict) -> Event:
     """The event of ``fields`` as ``model_construct`` makes it (its defaults, then the fields), without
     the per-field loop that makes ``model_construct`` cost more than validating."""
     event = cls.__new__(cls)
-    object.__setattr__(event, "__dict__", {**_ASSEMBLED[cls], **fields})
-    object.__setattr__(event, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(event, "__pydantic_extra__", None)
-    object.__setattr__(event, "__pydantic_private__", None)
+    _set(event, "__dict__", {**_ASSEMBLED[cls], **fields})
+    _set(event, "__pydantic_fields_set__", set(fields))
+    _set(event, "__pydantic_extra__", None)
+    _set(event, "__pydantic_private__", None)
     return event
+
+
+_set = object.__setattr__  # as pydantic sets them: past a frozen model's own __setattr__
