@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from events import Actor
 from services.commands.models import Command, DuplicateKeyError, parse_command
+from services.log.writer import UUID_VARIANT
 
 MAX_LINE = 1_000_000
 
@@ -127,7 +128,7 @@ def with_event_id(parsed: Parsed, actor: Actor, copies: Counter[int]) -> Line:
     line = parsed.raw
     copy = copies[key] = copies.get(key := hash(line), 0) + 1  # not ``copies[key] += 1``: Counter's __missing__ is Python
     digest = hashlib.sha256(b"%s\x00%d\x00%s" % (actor.id.encode(), copy, line)).hexdigest()
-    event_id = f"{digest[:8]}-{digest[8:12]}-8{digest[13:16]}-{'89ab'[int(digest[16], 16) & 3]}{digest[17:20]}-{digest[20:32]}"
+    event_id = f"{digest[:8]}-{digest[8:12]}-8{digest[13:16]}-{UUID_VARIANT[digest[16]]}{digest[17:20]}-{digest[20:32]}"
     return Line(parsed.number, parsed.command, event_id)
 
 
