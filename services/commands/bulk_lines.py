@@ -23,6 +23,7 @@ from services.commands.models import Command, DuplicateKeyError, parse_command
 from services.log.writer import UUID_VARIANT
 
 MAX_LINE = 1_000_000
+READ_BUFFER = 1 << 20  # a megabyte a read, not 8 KB: a line's share of the reads is nothing
 
 
 class Parsed(NamedTuple):
@@ -62,7 +63,7 @@ class BulkReport:
 
 def iter_commands(path: Path) -> Iterator[Parsed | LineError]:
     """Each non-blank line of the file, parsed and validated, in order; the file is never held whole."""
-    with path.open("rb") as handle:
+    with path.open("rb", buffering=READ_BUFFER) as handle:
         for number, raw in enumerate(handle, start=1):
             line = raw.strip()
             if not line:

@@ -234,7 +234,7 @@ def _each_key_once(data: bytes | str, command: Command) -> bool:
     """
     return (
         type(data) is bytes and b"\\" not in data and data.find(b"{", data.find(b"{") + 1) == -1 and _SPACED_COLON.search(data) is None
-        and data.count(b'":') == len(command.model_fields_set)
+        and data.count(b'":') == len(command.__pydantic_fields_set__)
     )
 
 
