@@ -106,8 +106,11 @@ def main() -> None:
     for repo, value in per_line.items():
         table.add_row(str(repo), f"{value:,.0f}", "" if peer is None else f"{value / peer:.2f}")
     Console().print(table)
-    record("bulk path instructions a line", per_line[HERE], unit="instructions", peer=peer,
-           note=f"callgrind; peer: {options.against}" if options.against else "callgrind")
+    against = ""
+    if options.against:
+        commit = subprocess.run(["git", "-C", str(options.against), "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True)
+        against = f"; peer: the checkout at {commit.stdout.strip() or options.against}"
+    record("bulk path instructions a line", per_line[HERE], unit="instructions", peer=peer, note=f"callgrind{against}")
 
 
 if __name__ == "__main__":
