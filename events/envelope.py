@@ -53,6 +53,10 @@ def _aware_utc(value: datetime) -> datetime:
 
 
 UtcDateTime = Annotated[datetime, AfterValidator(_aware_utc)]
+# An event id: a UUID in lower-case hex. A previous event's hash: SHA-256 in lower-case hex.
+EVENT_ID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+HASH_PATTERN = r"^[0-9a-f]{64}$"
+MAX_ID_LENGTH = 64  # a causation or correlation id
 
 
 def new_event_id() -> str:
@@ -94,16 +98,16 @@ class Event(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    event_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
+    event_id: Annotated[str, StringConstraints(pattern=EVENT_ID_PATTERN)]
     type: str
     schema_version: int = Field(default=1, ge=1)
     claim_id: ClaimId
     occurred_at: UtcDateTime
     actor: Actor
-    causation_id: str | None = Field(default=None, max_length=64, description="The event or command that caused this one.")
-    correlation_id: str | None = Field(default=None, max_length=64, description="Groups the events of one operation.")
+    causation_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH, description="The event or command that caused this one.")
+    correlation_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH, description="Groups the events of one operation.")
     prev_hash: str | None = Field(
         default=None,
-        pattern=r"^[0-9a-f]{64}$",
+        pattern=HASH_PATTERN,
         description="SHA-256 of the stored bytes of the claim's previous event; None for its first event.",
     )

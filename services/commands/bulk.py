@@ -168,7 +168,8 @@ class BulkIngest:
             now = round_.now
             if now is None:
                 now = round_.now = self._clock()
-            [event] = decide(line.command, state, Context(self._actor, line.event_id, now, None, existing, state.head_hash))
+            ctx = Context(self._actor, line.event_id, now, None, existing, state.head_hash)  # positional: no correlation id
+            [event] = decide(line.command, state, ctx)
         except Rejected as rejected:
             round_.lines.append((line, LineError(line.number, rejected.reason, rejected.message)))
             return

@@ -26,6 +26,7 @@ from typing import NamedTuple
 from pydantic import ValidationError
 
 from events import EVENT_TYPES, Actor, ActorKind, Event
+from events.envelope import EVENT_ID_PATTERN, HASH_PATTERN, MAX_ID_LENGTH
 from projections.scorecard import review_refusal
 from services.commands.models import Command
 from services.commands.state import ClaimState
@@ -225,8 +226,7 @@ _ASSEMBLED: dict[type[Event], dict[str, object]] = {
     for cls in EVENT_TYPES.values()
     if not (cls.__pydantic_decorators__.model_validators or cls.__pydantic_decorators__.field_validators)
 }
-_EVENT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_HASH = re.compile(r"[0-9a-f]{64}")
+_EVENT_ID, _HASH = re.compile(EVENT_ID_PATTERN), re.compile(HASH_PATTERN)  # used with fullmatch: no newline after
 
 
 def _sound_envelope(ctx: Context) -> bool:
@@ -235,7 +235,7 @@ def _sound_envelope(ctx: Context) -> bool:
         type(ctx.event_id) is str and _EVENT_ID.fullmatch(ctx.event_id) is not None
         and type(ctx.now) is datetime and ctx.now.tzinfo is UTC
         and type(ctx.actor) is Actor
-        and (ctx.correlation_id is None or (type(ctx.correlation_id) is str and len(ctx.correlation_id) <= 64))
+        and (ctx.correlation_id is None or (type(ctx.correlation_id) is str and len(ctx.correlation_id) <= MAX_ID_LENGTH))
         and (ctx.prev_hash is None or (type(ctx.prev_hash) is str and _HASH.fullmatch(ctx.prev_hash) is not None))
     )
 

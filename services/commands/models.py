@@ -23,14 +23,14 @@ from pydantic import (
 )
 
 from events import EVENT_TYPES, Event
-from events.envelope import ClaimId
+from events.envelope import EVENT_ID_PATTERN, ClaimId
 
 # The envelope, which the command service fills in; a command body never carries it.
 ENVELOPE = frozenset(Event.model_fields) - {"claim_id"}
 EVENT_ID = Annotated[
     str,
     Field(
-        pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+        pattern=EVENT_ID_PATTERN,
         description="The producer's own id for the event; a retry with the same id publishes once.",
     ),
 ]
