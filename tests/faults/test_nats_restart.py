@@ -45,6 +45,7 @@ CLAIMS_PER_PRODUCER = 30
 EVENTS_PER_CLAIM = 200  # more than they get through: they stop when the faults are over
 NATS_KILLS = 3
 FIRST_APPEND = 3  # a claim's first append is an atomic batch: the draft and two sources
+APPEND_TIMEOUT = 1.5  # how long an append waits for its acknowledgement before it is sent again
 
 
 @dataclass
@@ -69,7 +70,7 @@ async def append_until_acknowledged(
         produced.in_flight += 1
         try:
             return await append(
-                nc, "CLAIMS", claim_id, events, expected_seq=head[0], prev_hash=head[1], timeout=1.5, layout=log_spec().layout
+                nc, "CLAIMS", claim_id, events, expected_seq=head[0], prev_hash=head[1], timeout=APPEND_TIMEOUT, layout=log_spec().layout
             )
         except ConflictError:
             raise  # only a genuine second writer conflicts: a retry of our own append is reported as a duplicate
@@ -151,7 +152,10 @@ async def test_after_nats_server_is_killed_mid_stream_every_acknowledged_event_i
                     await asyncio.sleep(0.001)
             acknowledged = len(produced.appends)
             kill(server)
-            down = rng.uniform(0.5, 1.5)
+            # Down for longer than an append waits: every producer's append pending meanwhile times out and
+            # is sent again, whether or not the server took it before the kill (one still in the client's
+            # buffer would otherwise go out on reconnect and be answered in time, and the kill miss).
+            down = rng.uniform(APPEND_TIMEOUT + 0.2, APPEND_TIMEOUT + 1.0)
             await asyncio.sleep(down)
             started = time.monotonic()
             await asyncio.to_thread(server.start)
