@@ -1,6 +1,6 @@
 """Bulk ingestion of JSON Lines commands: events acknowledged per second from one process, durable.
 
-    python bench/bulk.py [--claims 10000] [--per-claim 10] [--sync always|2m] [--cluster 3] [--signed] [--no-pipelined-peer] [--no-batch-peer] [--plain-peer] [--no-cli] [--no-again]
+    python bench/bulk.py [--claims 10000] [--per-claim 10] [--sync always|2m] [--cluster 3] [--signed] [--no-pipelined-peer] [--no-batch-peer] [--plain-peer] [--no-cli] [--no-again] [--rounds 3]
 
 Writes a file of claims x per-claim commands and times, on one server:
 - claimlog's bulk path in this process (stream the lines, validate, decide against each claim's state,
@@ -12,6 +12,9 @@ Writes a file of claims x per-claim commands and times, on one server:
   (``Nats-Msg-Id`` on each event, the expected last sequence on each claim's first event in a batch),
   no validation and no decisions, one batch in flight;
 - the earlier peer: raw pipelined single appends with the same headers, a window of 512;
+- with ``--rounds N``, the bulk path and the atomic-batch peer N times each, each into a fresh server,
+  which goes first alternating round by round, the figures pooled (the machines are shared and their
+  speed drifts within a run: one pair of runs can put the ratio anywhere in a tenth either way);
 - ``claimlog ingest`` of the file as a command, end to end (start-up included), into a fresh server,
   with its peak memory;
 - with ``--signed``, the bulk path again into a fresh server, every batch signed as the API signs an
@@ -224,6 +227,28 @@ finally:
 """
 
 
+async def alternating(tmp: Path, path: Path, options) -> tuple[float, float, int, float, float, list[float]]:
+    """The bulk path and the atomic-batch peer ``options.rounds`` times each, each into a fresh server,
+    the first of each round alternating: a machine whose speed drifts during a run weighs on both alike.
+    Returns the bulk path's events/s and seconds pooled over the rounds, the events it accepted in one,
+    the peer's events/s and seconds pooled, and the ratio of each round."""
+    ours_events = ours_s = peer_events = peer_s = 0.0
+    accepted, ratios = 0, []
+    for number in range(options.rounds):
+        got: dict[str, tuple[float, float]] = {}
+        for which in ("ours", "peer") if number % 2 == 0 else ("peer", "ours"):
+            with serving(tmp / f"nats-{number}-{which}", options.sync, options.cluster) as target:
+                if which == "ours":
+                    rate, seconds, accepted = await claimlog_bulk(target, path, f"claimlog bulk, round {number + 1}")
+                else:
+                    rate, seconds = await peer_batches(target, path)
+                got[which] = (rate, seconds)
+        ours_events, ours_s = ours_events + got["ours"][0] * got["ours"][1], ours_s + got["ours"][1]
+        peer_events, peer_s = peer_events + got["peer"][0] * got["peer"][1], peer_s + got["peer"][1]
+        ratios.append(got["ours"][0] / got["peer"][0])
+    return ours_events / ours_s, ours_s, accepted, peer_events / peer_s, peer_s, ratios
+
+
 async def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--claims", type=int, default=10_000)
@@ -235,16 +260,24 @@ async def main() -> None:
     parser.add_argument("--no-cli", action="store_true")
     parser.add_argument("--no-again", action="store_true", help="skip running the same file again")
     parser.add_argument("--signed", action="store_true", help="run the bulk path again, every batch signed, into a fresh server")
+    parser.add_argument("--rounds", type=int, default=1, help="the bulk path and the atomic-batch peer this many times each, "
+                        "alternating which goes first, each into a fresh server; figures pooled over the rounds "
+                        "(implies --no-again and --no-pipelined-peer)")
     options = parser.parse_args()
     load = os.getloadavg()[0]  # the machines are shared: the figures say how busy it was when the run began
+    rounds: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "commands.jsonl"
         lines = write_commands(path, claims=options.claims, per_claim=options.per_claim)
-        with serving(Path(tmp) / "nats", options.sync, options.cluster) as target:
-            ours, ours_s, accepted = await claimlog_bulk(target, path, "claimlog bulk")
-            again, again_s, _ = (None, None, None) if options.no_again else await claimlog_bulk(target, path, "again (all present)")
-            batches, batches_s = (None, None) if options.no_batch_peer else await peer_batches(target, path)
-            pipelined = None if options.no_pipelined_peer else await peer_pipelined(target, path)
+        if options.rounds > 1:
+            again = again_s = pipelined = None
+            ours, ours_s, accepted, batches, batches_s, rounds = await alternating(Path(tmp), path, options)
+        else:
+            with serving(Path(tmp) / "nats", options.sync, options.cluster) as target:
+                ours, ours_s, accepted = await claimlog_bulk(target, path, "claimlog bulk")
+                again, again_s, _ = (None, None, None) if options.no_again else await claimlog_bulk(target, path, "again (all present)")
+                batches, batches_s = (None, None) if options.no_batch_peer else await peer_batches(target, path)
+                pipelined = None if options.no_pipelined_peer else await peer_pipelined(target, path)
         plain = None
         if options.plain_peer:
             with serving(Path(tmp) / "nats-plain", options.sync, options.cluster) as target:
@@ -275,6 +308,10 @@ async def main() -> None:
     console.print(table)
     console.print(f"accepted {accepted:,} events; targets with --sync always: 20,000 events/s and 0.8 of the atomic-batch peer")
     busy = f"load average {load:.1f} at the start"
+    if rounds:
+        console.print(f"{len(rounds)} rounds, alternating which went first; the bulk path against the peer, round by round: "
+                      + ", ".join(f"{r:.2f}" for r in rounds))
+        busy += f"; {len(rounds)} rounds alternating, each on a fresh server, pooled (ratio by round: {' '.join(f'{r:.2f}' for r in rounds)})"
     record("ingest", ours, unit="events/s", peer=batches, note=f"peer: raw atomic batches, same headers; {busy}")
     if signed:
         record("ingest, signed", signed[0], unit="events/s", peer=batches, note=f"one signature per batch; peer: raw atomic batches, unsigned; {busy}")
