@@ -12,6 +12,7 @@ from rich.table import Table
 
 from services.actors import BUCKET
 from services.cli.setup import setup
+from services.log.buckets import bucket_stream
 from services.log.topology import nats_report
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print the repor
     async def gather() -> dict[str, Any]:
         async with open_log(settings, client_name="claimlog-status", role="admin", create=False) as claim_log:
             head = await claim_log.head()
-            report = {"nats": await nats_report(claim_log.nc, claim_log.stream, f"KV_{BUCKET}"), "head": head}
+            report = {"nats": await nats_report(claim_log.nc, claim_log.stream, bucket_stream(BUCKET)), "head": head}
             if (partitions := await partition_section(claim_log, generations.active()[1])) is not None:
                 report["partitions"] = partitions
             return report

@@ -124,8 +124,8 @@ class BulkIngest:
             if not isinstance(item, LineError):
                 command = item.command
                 claims.add(command.claim_id)
-                if (field := REFERENCES.get(command.command)) is not None and (other := getattr(command, field)):
-                    claims.add(other)
+                if command.command in REFERENCES:  # a few lines: the rest skip the call
+                    claims.update(referenced_claims(command))
         return lines, asyncio.ensure_future(self._claims.prefetch(claims))
 
     def _take_held(self, item: Parsed | Line) -> bool:

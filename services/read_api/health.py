@@ -8,6 +8,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
 
 from services.actors import BUCKET
+from services.log.buckets import bucket_stream
 from services.log.topology import nats_report
 from services.read_api import lag, queries
 from services.read_api.deps import DB
@@ -35,7 +36,7 @@ async def health(request: Request, db: DB) -> JSONResponse:
     if (partitions := await partition_section(claim_log, db)) is not None:
         body["partitions"] = partitions  # each worker with the partitions it holds, its epoch and lag
     if claim_log is not None:
-        body["nats"] = await nats_report(claim_log.nc, claim_log.stream, f"KV_{BUCKET}")
+        body["nats"] = await nats_report(claim_log.nc, claim_log.stream, bucket_stream(BUCKET))
         if body["nats"]["problems"]:
             body["status"] = "degraded"
     return JSONResponse(body)

@@ -48,7 +48,7 @@ def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Per
     """
     events = LogLayout(prefix).stream_subjects[0]
     api = "$JS.API"
-    read_log = (*_reads(stream), *_reads(f"KV_{keys_bucket(stream)}"))  # the log and the public keys it is signed with
+    read_log = (*_reads(stream), *_reads(bucket_stream(keys_bucket(stream))))  # the log and the public keys it is signed with
     consume = (
         f"{api}.CONSUMER.CREATE.{stream}",
         f"{api}.CONSUMER.CREATE.{stream}.>",
