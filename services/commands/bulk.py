@@ -23,6 +23,7 @@ for them first, so a later line never makes an earlier reference hold.
 from __future__ import annotations
 
 import asyncio
+import gc
 import heapq
 import itertools
 import logging
@@ -50,7 +51,8 @@ from services.log.batches import (
 
 log = logging.getLogger(__name__)
 CONFLICT_RETRIES = 5
-READ_AHEAD = 2000  # lines whose claims are read from the log together, before they are decided
+READ_AHEAD = 2000  # lines whose claims are fetched from the log together, before they are decided
+READ_CHUNK = 250  # lines read (validated) at a time, one chunk as one is taken: reading goes along with deciding
 PRESENT = "present"
 
 
@@ -78,8 +80,10 @@ class BulkIngest:
         self._open, self._sent = Round(), None
         self._redo: list[tuple[int, Line]] = []  # lines to decide again, smallest number first
         self._attempts: dict[int, int] = {}
-        self._ahead: deque[Parsed | Line | LineError] = deque()
-        self._coming: tuple[list, asyncio.Future] | None = None  # the next lines, and the reading of their claims
+        self._ahead: deque[Parsed | Line | LineError] = deque()  # the chunk being decided
+        self._ready: deque[Parsed | Line | LineError] = deque()  # the rest of the lines whose claims are fetched
+        self._coming: tuple[list, asyncio.Future] | None = None  # the next lines, and the fetch of their claims
+        self._reading: list[Parsed | Line | LineError] = []  # the lines after those, read as chunks are taken
         self.report = BulkReport()
 
     async def run(self, items: Iterable[Parsed | Line | LineError]) -> BulkReport:
@@ -98,7 +102,7 @@ class BulkIngest:
                         if self._open.events >= self._batch:
                             await self._ship()
         finally:
-            if self._coming is not None and not self._coming[1].done():
+            if self._coming is not None:
                 self._coming[1].cancel()
         self.report.rejected.sort(key=lambda e: e.number)
         return self.report
@@ -107,18 +111,33 @@ class BulkIngest:
         if self._redo:
             return heapq.heappop(self._redo)[1]
         if not self._ahead:
-            if self._coming is None:
-                self._coming = self._read_ahead_of(source)
-            lines, reading = self._coming
-            await reading
-            self._ahead.extend(lines)
-            self.report.lines += len(lines)
-            # The lines after these are read now, and their claims fetched while these are decided.
-            self._coming = self._read_ahead_of(source) if lines else ([], _done())
+            await self._take_chunk(source)
         return self._ahead.popleft() if self._ahead else None
 
-    def _read_ahead_of(self, source: Iterator[Parsed | Line | LineError]) -> tuple[list, asyncio.Task]:
-        lines = list(itertools.islice(source, self._read_ahead))
+    async def _take_chunk(self, source: Iterator[Parsed | Line | LineError]) -> None:
+        """Move the next chunk of ready lines to be decided, and read as many lines from the source.
+
+        Three spans of lines are in hand: the ready ones (their claims fetched), the coming ones (their
+        claims being fetched, in one request, while the ready ones are decided), and the ones being read
+        for the span after. Reading a chunk as one is taken keeps validating lines going along with
+        deciding them: read in bursts, the server answered a batch in the short spell between two bursts
+        and the ingest waited for it."""
+        if not self._ready:
+            if self._coming is not None:
+                lines, fetching = self._coming
+                await fetching
+                self._ready.extend(lines)
+                self.report.lines += len(lines)
+            self._reading.extend(itertools.islice(source, self._read_ahead - len(self._reading)))  # the first, or a short one
+            self._coming = self._fetching(self._reading) if self._reading else None
+            self._reading = []
+            if not self._ready and self._coming is not None:  # the start: nothing was ready yet
+                return await self._take_chunk(source)
+        count = min(READ_CHUNK, len(self._ready))
+        self._ahead.extend([self._ready.popleft() for _ in range(count)])
+        self._reading.extend(itertools.islice(source, count))
+
+    def _fetching(self, lines: list[Parsed | Line | LineError]) -> tuple[list, asyncio.Future]:
         claims = set()
         for item in lines:
             if not isinstance(item, LineError):
@@ -168,7 +187,8 @@ class BulkIngest:
             now = round_.now
             if now is None:
                 now = round_.now = self._clock()
-            ctx = Context(self._actor, line.event_id, now, None, existing, state.head_hash)  # positional: no correlation id
+            # Context(actor, event_id, now, correlation_id, existing_claims, prev_hash, slug_owner), built as the tuple it is
+            ctx = tuple.__new__(Context, (self._actor, line.event_id, now, None, existing, state.head_hash, None))
             [event] = decide(line.command, state, ctx)
         except Rejected as rejected:
             round_.lines.append((line, LineError(line.number, rejected.reason, rejected.message)))
@@ -214,6 +234,12 @@ class BulkIngest:
             await self._refused(sending, error)
             return True
         self._finish(sending, first)
+        # What is alive now is the claims' states and the lines on their way (and whatever else the
+        # process holds): left out of every garbage collection from here on. A young collection walks
+        # every object allocated since the last one and still alive; while the claim cache fills, that
+        # is its newest states, about 230 ns an object, several microseconds a line. They are freed
+        # as usual once nothing refers to them; only a reference cycle among them would outlive them.
+        gc.freeze()
         return False
 
     def _finish(self, done: Round, first_seq: int) -> None:

@@ -42,6 +42,10 @@ class Line(NamedTuple):
     event_id: str
 
 
+# A named tuple of the values in order, without the Python frame its constructor adds (two a line).
+_new = tuple.__new__
+
+
 class LineError(NamedTuple):
     """A line that was not applied, and why."""
 
@@ -69,7 +73,7 @@ def iter_commands(path: Path) -> Iterator[Parsed | LineError]:
             if not line:
                 continue
             try:
-                yield Parsed(number, _parse(raw), line)
+                yield _new(Parsed, (number, _parse(raw), line))
             except LineProblem as problem:
                 yield LineError(number, problem.reason, f"{path}:{number}: {problem}")
 
@@ -130,7 +134,7 @@ def with_event_id(parsed: Parsed, actor: Actor, copies: Counter[int]) -> Line:
     copy = copies[key] = copies.get(key := hash(line), 0) + 1  # not ``copies[key] += 1``: Counter's __missing__ is Python
     digest = hashlib.sha256(b"%s\x00%d\x00%s" % (actor.id.encode(), copy, line)).hexdigest()
     event_id = f"{digest[:8]}-{digest[8:12]}-8{digest[13:16]}-{UUID_VARIANT[digest[16]]}{digest[17:20]}-{digest[20:32]}"
-    return Line(parsed.number, parsed.command, event_id)
+    return _new(Line, (parsed.number, parsed.command, event_id))
 
 
 def report_json(report: BulkReport) -> str:

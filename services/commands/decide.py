@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from events import EVENT_TYPES, Actor, ActorKind, Event
 from events.envelope import EVENT_ID_PATTERN, HASH_PATTERN, MAX_ID_LENGTH
 from projections.scorecard import review_refusal
-from services.commands.models import Command
+from services.commands.models import COMMAND_TYPES, Command
 from services.commands.state import ClaimState
 
 CLOSED_FOR = frozenset(
@@ -200,13 +200,14 @@ def referenced_claims(command: Command) -> set[str]:
 
 
 def _event(command: Command, ctx: Context, **decided) -> Event:
+    cls = command.event_type()
+    template = _ASSEMBLED.get(cls)
+    if template is not None and _sound_envelope(ctx):
+        return _assembled(cls, template, command, ctx, decided)
     fields = command.facts()  # a fresh dict: the envelope and the decided fields join it, validated as one
     fields.update(
         event_id=ctx.event_id, occurred_at=ctx.now, actor=ctx.actor, correlation_id=ctx.correlation_id, prev_hash=ctx.prev_hash, **decided
     )
-    cls = command.event_type()
-    if cls in _ASSEMBLED and _sound_envelope(ctx):
-        return _assembled(cls, fields)
     try:
         return cls.model_validate(fields)
     except ValidationError as error:  # an event-level rule, e.g. a revision that changes nothing
@@ -240,15 +241,31 @@ def _sound_envelope(ctx: Context) -> bool:
     )
 
 
-def _assembled(cls: type[Event], fields: dict) -> Event:
-    """The event of ``fields`` as ``model_construct`` makes it (its defaults, then the fields), without
-    the per-field loop that makes ``model_construct`` cost more than validating."""
+def _assembled(cls: type[Event], template: dict[str, object], command: Command, ctx: Context, decided: dict) -> Event:
+    """The event ``model_validate`` makes of the command's facts, the envelope and the ``decided`` fields,
+    made as ``model_construct`` makes one (every field's default, then the fields given, in the class's
+    order), without the per-field loop that makes ``model_construct`` cost more than validating."""
+    values = template.copy()
+    values.update(command.__dict__)  # the facts, and two fields that are not the event's: one goes, one is replaced
+    del values["command"]
+    values["event_id"], values["occurred_at"], values["actor"], values["correlation_id"], values["prev_hash"] = (
+        ctx.event_id, ctx.now, ctx.actor, ctx.correlation_id, ctx.prev_hash
+    )
+    given = set(_GIVEN[type(command)])
+    if decided:
+        values.update(decided)
+        given.update(decided)
     event = cls.__new__(cls)
-    _set(event, "__dict__", {**_ASSEMBLED[cls], **fields})
-    _set(event, "__pydantic_fields_set__", set(fields))
+    _set(event, "__dict__", values)
+    _set(event, "__pydantic_fields_set__", given)
     _set(event, "__pydantic_extra__", None)
     _set(event, "__pydantic_private__", None)
     return event
 
 
+# Per command class, the fields its event is given: the command's facts and the envelope.
+_GIVEN: dict[type[Command], frozenset[str]] = {
+    model: frozenset(model.model_fields) - {"command"} | {"occurred_at", "actor", "correlation_id", "prev_hash"}
+    for model in COMMAND_TYPES.values()
+}
 _set = object.__setattr__  # as pydantic sets them: past a frozen model's own __setattr__

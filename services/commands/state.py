@@ -7,7 +7,7 @@ history ends, so an append can say which sequence it expects and which hash it c
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -61,35 +61,64 @@ class ClaimState:
     def evolve(self, event: Event, seq: int, stored_hash: str) -> None:
         """Take one stored event into account (events arrive in log order)."""
         self.head_seq, self.head_hash = seq, stored_hash
-        if event.event_id in self.written:
+        event_id = event.event_id
+        if event_id in self.written:
             return  # an event id already folded is never folded twice (the projection skips it too)
-        self.written[event.event_id] = Written(seq, event)
-        match event:
-            case ClaimDrafted():
-                self.drafted, self.revision = True, max(self.revision, 1)
-                self.drafted_by = self.drafted_by or event.actor
-            case SourceAttached():  # the most frequent event, tried early (the cases are of distinct classes)
-                self.sources.setdefault(event.source_id, "active")
-            case ClaimRevised():
-                self.revision += 1
-            case ClaimRetracted():
-                self.lifecycle = "retracted"
-            case ClaimSuperseded():
-                self.lifecycle = "superseded"
-            case SourceWithdrawn() if event.source_id in self.sources:
-                self.sources[event.source_id] = "withdrawn"
-            case DisagreementFiled():
-                self.disagreements.setdefault(event.disagreement_id, "open")
-            case DisagreementResolved() if event.disagreement_id in self.disagreements:
-                self.disagreements[event.disagreement_id] = "resolved"
-            case ReviewRecorded():
-                self.reviews.setdefault(event.review_id, "active")
-            case ReviewWithdrawn() if event.review_id in self.reviews:
-                self.reviews[event.review_id] = "withdrawn"
-            case ClaimsRelated():
-                self.related.add(event.related_key)
-            case ClaimsUnrelated():
-                self.related.discard(event.related_key)
+        self.written[event_id] = _new_written(Written, (seq, event))
+        fold = _FOLDS.get(event.type)
+        if fold is not None:
+            fold(self, event)
+
+
+# What each event type changes, looked up by its ``type``: a bulk ingest folds every event it decides,
+# and matching the event against one class after another cost more than the rest of the fold.
+def _drafted(state: ClaimState, event: ClaimDrafted) -> None:
+    state.drafted, state.revision = True, max(state.revision, 1)
+    state.drafted_by = state.drafted_by or event.actor
+
+
+def _revised(state: ClaimState, event: ClaimRevised) -> None:
+    state.revision += 1
+
+
+def _retracted(state: ClaimState, event: ClaimRetracted) -> None:
+    state.lifecycle = "retracted"
+
+
+def _superseded(state: ClaimState, event: ClaimSuperseded) -> None:
+    state.lifecycle = "superseded"
+
+
+def _source_withdrawn(state: ClaimState, event: SourceWithdrawn) -> None:
+    if event.source_id in state.sources:
+        state.sources[event.source_id] = "withdrawn"
+
+
+def _disagreement_resolved(state: ClaimState, event: DisagreementResolved) -> None:
+    if event.disagreement_id in state.disagreements:
+        state.disagreements[event.disagreement_id] = "resolved"
+
+
+def _review_withdrawn(state: ClaimState, event: ReviewWithdrawn) -> None:
+    if event.review_id in state.reviews:
+        state.reviews[event.review_id] = "withdrawn"
+
+
+_FOLDS: dict[str, Callable[[ClaimState, Event], None]] = {
+    "ClaimDrafted": _drafted,
+    "SourceAttached": lambda state, event: state.sources.setdefault(event.source_id, "active"),
+    "ClaimRevised": _revised,
+    "ClaimRetracted": _retracted,
+    "ClaimSuperseded": _superseded,
+    "SourceWithdrawn": _source_withdrawn,
+    "DisagreementFiled": lambda state, event: state.disagreements.setdefault(event.disagreement_id, "open"),
+    "DisagreementResolved": _disagreement_resolved,
+    "ReviewRecorded": lambda state, event: state.reviews.setdefault(event.review_id, "active"),
+    "ReviewWithdrawn": _review_withdrawn,
+    "ClaimsRelated": lambda state, event: state.related.add(event.related_key),
+    "ClaimsUnrelated": lambda state, event: state.related.discard(event.related_key),
+}
+_new_written = tuple.__new__  # ``Written(seq, event)`` without the Python frame a named tuple's constructor adds
 
 
 def claim_state(claim_id: str, stored: Iterable) -> ClaimState:

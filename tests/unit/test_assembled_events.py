@@ -79,7 +79,7 @@ def test_an_assembled_event_is_the_validated_one(drawn):
         event_id=ctx.event_id, occurred_at=ctx.now, actor=ctx.actor, correlation_id=ctx.correlation_id, prev_hash=ctx.prev_hash, **decided
     )
     validated = cls.model_validate(fields)
-    assembled = _assembled(cls, dict(fields))
+    assembled = _assembled(cls, _ASSEMBLED[cls], command, ctx, decided)
     assert assembled == validated
     assert assembled.model_fields_set == validated.model_fields_set
     assert encode(assembled) == encode(validated)
