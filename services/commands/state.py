@@ -13,10 +13,9 @@ from typing import NamedTuple
 
 from events import Actor, Event, UnknownEventError
 from events.claim import ClaimDrafted, ClaimRetracted, ClaimRevised, ClaimSuperseded
-from events.disagreement import DisagreementFiled, DisagreementResolved
-from events.relation import ClaimsRelated, ClaimsUnrelated
-from events.review import ReviewRecorded, ReviewWithdrawn
-from events.source import SourceAttached, SourceWithdrawn
+from events.disagreement import DisagreementResolved
+from events.review import ReviewWithdrawn
+from events.source import SourceWithdrawn
 
 
 class Written(NamedTuple):
