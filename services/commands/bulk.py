@@ -58,9 +58,10 @@ PRESENT = "present"
 
 @dataclass
 class Round:
-    """Lines decided for one batch, with what each decided, and the batch's events by claim."""
+    """Lines decided for one batch, what those that made no event came to, and the batch's events by claim."""
 
-    lines: list[tuple[Line, Event | str | LineError]] = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
+    others: list[str | LineError] = field(default_factory=list)  # ``PRESENT`` or why the line was refused
     shares: dict[str, ClaimShare] = field(default_factory=dict)
     events: int = 0
     now: datetime | None = None  # when its lines are decided: the clock is read once a batch
@@ -182,7 +183,8 @@ class BulkIngest:
         state, round_ = slot.state, self._open
         try:
             if line.event_id in state.written and already_done(line.command, state, line.event_id, self._actor) is not None:
-                round_.lines.append((line, PRESENT))
+                round_.lines.append(line)
+                round_.others.append(PRESENT)
                 return
             now = round_.now
             if now is None:
@@ -191,9 +193,10 @@ class BulkIngest:
             ctx = tuple.__new__(Context, (self._actor, line.event_id, now, None, existing, state.head_hash, None))
             [event] = decide(line.command, state, ctx)
         except Rejected as rejected:
-            round_.lines.append((line, LineError(line.number, rejected.reason, rejected.message)))
+            round_.lines.append(line)
+            round_.others.append(LineError(line.number, rejected.reason, rejected.message))
             return
-        round_.lines.append((line, event))
+        round_.lines.append(line)
         data = encode(event)
         share = round_.shares.get(event.claim_id)
         if share is None:
@@ -250,17 +253,17 @@ class BulkIngest:
             slot.acked_seq, slot.unacked = seq - 1, slot.unacked - len(share.linked)
         if done.events:
             self.report.last_seq = max(self.report.last_seq, first_seq + done.events - 1)
-        attempts, report = self._attempts, self.report
-        for line, outcome in done.lines:  # one round's lines at once: the progress bar advances once a batch
-            if attempts:
-                attempts.pop(line.number, None)
-            if isinstance(outcome, Event):
-                report.accepted += 1
-            elif isinstance(outcome, LineError):
-                report.rejected.append(outcome)
-            else:
+        report = self.report
+        report.accepted += done.events  # a line accepted made one event
+        for outcome in done.others:
+            if outcome is PRESENT:
                 report.present += 1
-        if done.lines:
+            else:
+                report.rejected.append(outcome)
+        if self._attempts:
+            for line in done.lines:
+                self._attempts.pop(line.number, None)
+        if done.lines:  # one round's lines at once: the progress bar advances once a batch
             self._on_line(len(done.lines))
 
     def _finish_line(self, number: int, outcome: Event | str | LineError) -> None:
@@ -278,9 +281,9 @@ class BulkIngest:
         moved = await moved_claims(self._log.nc, self._log.stream, list(refused.shares.values()), layout=self._log.layout)
         log.info("a batch of %d events was refused (%s); claims moved: %s", refused.events, error, sorted(moved) or "none")
         lines = refused.lines + self._open.lines
-        self._claims.forget({line.command.claim_id for line, _ in lines})
+        self._claims.forget({line.command.claim_id for line in lines})
         self._open = Round()
-        for line, _ in lines:
+        for line in lines:
             if moved and line.command.claim_id not in moved:
                 heapq.heappush(self._redo, (line.number, line))  # not at fault: no attempt counted
                 continue

@@ -255,7 +255,7 @@ def _assembled(cls: type[Event], template: dict[str, object], command: Command, 
     if decided:
         values.update(decided)
         given.update(decided)
-    event = cls.__new__(cls)
+    event = _new(cls)  # BaseModel has no __new__ of its own: object's, without looking it up
     _set(event, "__dict__", values)
     _set(event, "__pydantic_fields_set__", given)
     _set(event, "__pydantic_extra__", None)
@@ -269,3 +269,4 @@ _GIVEN: dict[type[Command], frozenset[str]] = {
     for model in COMMAND_TYPES.values()
 }
 _set = object.__setattr__  # as pydantic sets them: past a frozen model's own __setattr__
+_new = object.__new__
