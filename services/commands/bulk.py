@@ -4,11 +4,13 @@ atomic batches that span claims.
 Each line is one command (the JSON ``POST /commands`` takes). Lines of one claim apply in file order,
 each decided against the state the previous ones left. Decided events gather into a batch of up to
 the server's limit, over as many claims as come; each claim's first event in it expects the claim's
-last acknowledged sequence. While one batch waits for its acknowledgement the next one is decided.
+last acknowledged sequence. While one batch waits for its acknowledgement the next one is decided
+and sent, unless it holds a claim with events in the first (batches end where a claim's lines end
+when they can, so that they seldom do).
 The clock is read once a batch: its events share the time they were decided at (within milliseconds).
 
 A refused batch is not lost work: the claims whose last sequence moved are found, every line of the
-refused batch (and of the one decided on top of it) is decided again against the claims as the log
+refused batch (and of those sent or decided after it) is decided again against the claims as the log
 now holds them, and the lines that then fail are reported with their numbers and reasons; the rest
 goes out again. A line refused this way ``CONFLICT_RETRIES`` times is reported as a conflict.
 
@@ -54,6 +56,8 @@ CONFLICT_RETRIES = 5
 READ_AHEAD = 2000  # lines whose claims are fetched from the log together, before they are decided
 READ_CHUNK = 250  # lines read (validated) at a time, one chunk as one is taken: reading goes along with deciding
 PRESENT = "present"
+IN_FLIGHT = 2  # batches sent and not yet acknowledged: one being synced, the next on its way
+CLAIM_SLACK = 16  # events a batch may go out short of full, so that it ends where a claim's lines end
 
 
 @dataclass
@@ -78,7 +82,9 @@ class BulkIngest:
         self._log, self._actor, self._window, self._clock, self._on_line = log, actor, window, clock, on_line
         self._claims = ClaimCache(log, capacity=capacity)
         self._batch, self._read_ahead = min(batch, MAX_BATCH_EVENTS), read_ahead
-        self._open, self._sent = Round(), None
+        self._cut = self._batch - min(CLAIM_SLACK, self._batch // 16)  # from here on a batch goes out where a claim's lines end
+        self._open: Round = Round()
+        self._flight: deque[tuple[Round, asyncio.Future | None]] = deque()  # batches sent, oldest first
         self._redo: list[tuple[int, Line]] = []  # lines to decide again, smallest number first
         self._attempts: dict[int, int] = {}
         self._ahead: deque[Parsed | Line | LineError] = deque()  # the chunk being decided
@@ -100,7 +106,7 @@ class BulkIngest:
                     elif item is not None:
                         if not self._take_held(item):
                             await self._take(item)
-                        if self._open.events >= self._batch:
+                        if self._open.events >= self._cut and (self._open.events >= self._batch or not self._continued(item)):
                             await self._ship()
         finally:
             if self._coming is not None:
@@ -208,31 +214,47 @@ class BulkIngest:
         slot.unacked += 1
         round_.events += 1
 
+    def _continued(self, item: Parsed | Line) -> bool:
+        """Whether the next line is of the same claim as ``item`` (a batch sent now would split its lines)."""
+        following = self._ahead[0] if self._ahead and not self._redo else None
+        return following is not None and not isinstance(following, LineError) and following.command.claim_id == item.command.claim_id
+
     async def _flush(self) -> bool:
         """Send what is decided and wait for every batch; True when one was refused (lines wait to be redone)."""
         return await self._ship() or await self._settle()
 
     async def _ship(self) -> bool:
-        """Wait for the batch in flight, then send the open one; True when the one in flight was refused."""
-        if await self._settle():
-            return True
+        """Send the open batch, once the batches in flight allow it; True when one of those was refused.
+
+        It goes out while the one before it waits for its acknowledgement (the server syncs one while
+        the next is decided and sent), unless one of its claims has events in a batch still in flight:
+        its first event's expected sequence is known only once that batch is acknowledged."""
+        while self._flight and (len(self._flight) >= IN_FLIGHT or self._follows(self._open)):
+            if await self._settle_oldest():
+                return True
         sending, self._open = self._open, Round()
         for share in sending.shares.values():
             share.expected_seq = self._claims.held(share.claim_id).acked_seq
         future = await self._batches.send(list(sending.shares.values())) if sending.events else None
-        self._sent = (sending, future)
+        self._flight.append((sending, future))
         return False
 
+    def _follows(self, round_: Round) -> bool:
+        """Whether a claim of ``round_`` has events in a batch in flight (its slot counts more events waiting than this batch's)."""
+        held = self._claims.held
+        return any(held(claim_id).unacked > len(share.linked) for claim_id, share in round_.shares.items())
+
     async def _settle(self) -> bool:
-        if self._sent is None:
-            return False
-        sending, future = self._sent
-        self._sent = None
-        if future is None:
-            self._finish(sending, 0)
-            return False
+        """Wait for every batch in flight; True when one was refused."""
+        while self._flight:
+            if await self._settle_oldest():
+                return True
+        return False
+
+    async def _settle_oldest(self) -> bool:
+        sending, future = self._flight.popleft()
         try:
-            first = first_sequence(await asyncio.wait_for(future, ACK_TIMEOUT), sending.events)
+            first = await self._acknowledged(sending, future)
         except (LogError, TimeoutError) as error:
             await self._refused(sending, error)
             return True
@@ -244,6 +266,13 @@ class BulkIngest:
         # as usual once nothing refers to them; only a reference cycle among them would outlive them.
         gc.freeze()
         return False
+
+    @staticmethod
+    async def _acknowledged(sending: Round, future: asyncio.Future | None) -> int:
+        """The sequence of the batch's first event (0 for a batch without events); raises when it was refused."""
+        if future is None:
+            return 0
+        return first_sequence(await asyncio.wait_for(future, ACK_TIMEOUT), sending.events)
 
     def _finish(self, done: Round, first_seq: int) -> None:
         seq = first_seq
@@ -277,10 +306,21 @@ class BulkIngest:
         self._on_line(1)
 
     async def _refused(self, refused: Round, error: Exception) -> None:
-        """Every line of the refused batch and of the open one is decided again against the log as it is now."""
-        moved = await moved_claims(self._log.nc, self._log.stream, list(refused.shares.values()), layout=self._log.layout)
-        log.info("a batch of %d events was refused (%s); claims moved: %s", refused.events, error, sorted(moved) or "none")
-        lines = refused.lines + self._open.lines
+        """Every line of the refused batch, of any refused after it, and of the open one is decided again
+        against the log as it is now. A batch sent after the refused one holds none of its claims: it is
+        stored or refused on its own, and its lines are done or decided again accordingly."""
+        batches = [(refused, error)]
+        while self._flight:
+            sending, future = self._flight.popleft()
+            try:
+                self._finish(sending, await self._acknowledged(sending, future))
+            except (LogError, TimeoutError) as later:
+                batches.append((sending, later))
+        shares = [share for batch, _ in batches for share in batch.shares.values()]
+        moved = await moved_claims(self._log.nc, self._log.stream, shares, layout=self._log.layout)
+        for batch, why in batches:
+            log.info("a batch of %d events was refused (%s); claims moved: %s", batch.events, why, sorted(moved) or "none")
+        lines = [line for batch, _ in batches for line in batch.lines] + self._open.lines
         self._claims.forget({line.command.claim_id for line in lines})
         self._open = Round()
         for line in lines:

@@ -18,6 +18,7 @@ from services.commands.bulk import BulkIngest
 from services.commands.bulk_lines import LineError, Parsed, iter_commands
 from services.commands.state import claim_state
 from services.log import ClaimLog, ConflictError, StreamSpec, connect
+from services.log.batches import AtomicBatches
 from services.log.stream import StreamConfig
 
 BOT = Actor(id="ingest-bot", kind="model", model="pipeline-2")
@@ -65,7 +66,7 @@ def attach_from_another_process(nats_url: str, claim_id: str, source_id: str, *,
 
 
 async def test_another_writer_mid_run_costs_only_the_lines_its_event_makes_fail(
-    nats_url: str, claim_log: ClaimLog, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    nats_url: str, claim_log: ClaimLog, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ):
     claims = [f"CLM-{n:04d}" for n in range(10)]
     lines = [draft(c) for c in claims] + [attach(c, f"s{r}") for r in range(1, 5) for c in claims]
@@ -80,11 +81,22 @@ async def test_another_writer_mid_run_costs_only_the_lines_its_event_makes_fail(
             yield item
 
     caplog.set_level(logging.INFO, logger="services.commands.bulk")
-    report = await BulkIngest(claim_log, BOT, batch=5, read_ahead=5).run(source())
+    ingest = BulkIngest(claim_log, BOT, batch=5, read_ahead=5)
+    in_flight = []
+    send = AtomicBatches.send
+
+    async def counted(batches: AtomicBatches, shares):
+        in_flight.append(len(ingest._flight))
+        return await send(batches, shares)
+
+    monkeypatch.setattr(AtomicBatches, "send", counted)
+    report = await ingest.run(source())
     assert [(e.number, e.reason) for e in report.rejected] == [(conflicting_line, "source_exists")]
     assert (report.lines, report.accepted, report.present) == (50, 49, 0)
     assert await claim_log.head() == 50  # 49 of the file and the other writer's one, each once
     assert f"claims moved: ['{conflicted}']" in caplog.text
+    assert caplog.text.count("was refused") == 1  # the batch sent after the refused one (other claims) landed on its own
+    assert max(in_flight) == 1  # each batch of five other claims went out while the one before it was synced
     state = claim_state(conflicted, await claim_log.read_claim(conflicted))
     assert set(state.sources) == {"s1", "s2", "s3", "s4"}
 
