@@ -54,6 +54,7 @@ from services.log.batches import (
 log = logging.getLogger(__name__)
 CONFLICT_RETRIES = 5
 READ_AHEAD = 2000  # lines whose claims are fetched from the log together, before they are decided
+SPANS_AHEAD = 2  # spans of lines whose claims are being fetched while one is decided
 READ_CHUNK = 250  # lines read (validated) at a time, one chunk as one is taken: reading goes along with deciding
 PRESENT = "present"
 IN_FLIGHT = 2  # batches sent and not yet acknowledged: one being synced, the next on its way
@@ -89,8 +90,13 @@ class BulkIngest:
         self._attempts: dict[int, int] = {}
         self._ahead: deque[Parsed | Line | LineError] = deque()  # the chunk being decided
         self._ready: deque[Parsed | Line | LineError] = deque()  # the rest of the lines whose claims are fetched
-        self._coming: tuple[list, asyncio.Future] | None = None  # the next lines, and the fetch of their claims
+        self._coming: deque[tuple[list, asyncio.Future]] = deque()  # the next spans of lines, each with the fetch of its claims
         self._reading: list[Parsed | Line | LineError] = []  # the lines after those, read as chunks are taken
+        # A claim whose lines in a span start with its draft is taken to be new, without asking the log
+        # (asking costs the server more than storing the claim's events): if it has events after all,
+        # its first batch, expecting none, is refused and the claim read. The first such refusal ends
+        # the taking for the rest of the run (a re-run, or a file of claims the log holds).
+        self._presume_new = True
         self.report = BulkReport()
 
     async def run(self, items: Iterable[Parsed | Line | LineError]) -> BulkReport:
@@ -109,8 +115,8 @@ class BulkIngest:
                         if self._open.events >= self._cut and (self._open.events >= self._batch or not self._continued(item)):
                             await self._ship()
         finally:
-            if self._coming is not None:
-                self._coming[1].cancel()
+            for _, fetching in self._coming:
+                fetching.cancel()
         self.report.rejected.sort(key=lambda e: e.number)
         return self.report
 
@@ -124,35 +130,47 @@ class BulkIngest:
     async def _take_chunk(self, source: Iterator[Parsed | Line | LineError]) -> None:
         """Move the next chunk of ready lines to be decided, and read as many lines from the source.
 
-        Three spans of lines are in hand: the ready ones (their claims fetched), the coming ones (their
-        claims being fetched, in one request, while the ready ones are decided), and the ones being read
-        for the span after. Reading a chunk as one is taken keeps validating lines going along with
-        deciding them: read in bursts, the server answered a batch in the short spell between two bursts
-        and the ingest waited for it."""
+        Lines come in spans of ``read_ahead``: the ready one (its claims fetched), ``SPANS_AHEAD`` coming
+        ones (their claims being fetched, each in one request, one after the other, while the ready one
+        is decided), and the one being read for after those. With batches in flight the server answers
+        a fetch only after them: two spans ahead, the answer is there before it is needed. Reading a
+        chunk as one is taken keeps validating lines going along with deciding them."""
         if not self._ready:
-            if self._coming is not None:
-                lines, fetching = self._coming
+            if self._coming:
+                lines, fetching = self._coming.popleft()
                 await fetching
                 self._ready.extend(lines)
                 self.report.lines += len(lines)
-            self._reading.extend(itertools.islice(source, self._read_ahead - len(self._reading)))  # the first, or a short one
-            self._coming = self._fetching(self._reading) if self._reading else None
-            self._reading = []
-            if not self._ready and self._coming is not None:  # the start: nothing was ready yet
+            while len(self._coming) < SPANS_AHEAD:
+                self._reading.extend(itertools.islice(source, self._read_ahead - len(self._reading)))  # at the start, whole
+                if not self._reading:
+                    break
+                self._coming.append(self._fetching(self._reading))
+                self._reading = []
+            if not self._ready and self._coming:  # the start: nothing was ready yet
                 return await self._take_chunk(source)
         count = min(READ_CHUNK, len(self._ready))
         self._ahead.extend([self._ready.popleft() for _ in range(count)])
         self._reading.extend(itertools.islice(source, count))
 
     def _fetching(self, lines: list[Parsed | Line | LineError]) -> tuple[list, asyncio.Future]:
-        claims = set()
+        claims, new = set(), set()
         for item in lines:
             if not isinstance(item, LineError):
                 command = item.command
-                claims.add(command.claim_id)
+                if command.claim_id not in claims:
+                    claims.add(command.claim_id)
+                    if command.command == "draft_claim" and self._presume_new:
+                        new.add(command.claim_id)  # its lines start with its draft: taken to be a new claim
                 if command.command in REFERENCES:  # a few lines: the rest skip the call
                     claims.update(referenced_claims(command))
-        return lines, asyncio.ensure_future(self._claims.prefetch(claims))
+        before = self._coming[-1][1] if self._coming else None
+        return lines, asyncio.ensure_future(self._fetch(before, claims, new))
+
+    async def _fetch(self, before: asyncio.Future | None, claims: set[str], new: set[str]) -> None:
+        if before is not None:
+            await asyncio.wait([before])  # the claim cache fetches one span's claims at a time
+        await self._claims.prefetch(claims, new=new)
 
     def _take_held(self, item: Parsed | Line) -> bool:
         """Decide a line at once when its claim is held and it names no other claim (most lines); False
@@ -279,7 +297,7 @@ class BulkIngest:
         for share in done.shares.values():
             seq += len(share.linked)
             slot = self._claims.held(share.claim_id)
-            slot.acked_seq, slot.unacked = seq - 1, slot.unacked - len(share.linked)
+            slot.acked_seq, slot.unacked, slot.presumed = seq - 1, slot.unacked - len(share.linked), False
         if done.events:
             self.report.last_seq = max(self.report.last_seq, first_seq + done.events - 1)
         report = self.report
@@ -321,8 +339,15 @@ class BulkIngest:
         for batch, why in batches:
             log.info("a batch of %d events was refused (%s); claims moved: %s", batch.events, why, sorted(moved) or "none")
         lines = [line for batch, _ in batches for line in batch.lines] + self._open.lines
-        self._claims.forget({line.command.claim_id for line in lines})
+        again = {line.command.claim_id for line in lines}
+        if self._coming:
+            await asyncio.wait([fetching for _, fetching in self._coming])  # the cache fetches one thing at a time
+        if self._presume_new and any(share.expected_seq == 0 and share.claim_id in moved for share in shares):
+            self._presume_new = False  # a claim taken (or found) to be new was not: ask the log from here on
+            again |= self._claims.presumed()  # and about those taken already
+        self._claims.forget(again)
         self._open = Round()
+        await self._claims.prefetch(again)  # read together, not one by one as their lines come again
         for line in lines:
             if moved and line.command.claim_id not in moved:
                 heapq.heappush(self._redo, (line.number, line))  # not at fault: no attempt counted

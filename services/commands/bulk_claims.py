@@ -29,6 +29,7 @@ class ClaimSlot:
     unacked: int = 0  # its events decided but not yet acknowledged
     copies: Counter[int] = field(default_factory=Counter)
     stale: bool = False  # its state may be wrong (a refused batch): read it again before use
+    presumed: bool = False  # taken to be new without asking the log, not yet confirmed by an acknowledgement
 
 
 class ClaimCache:
@@ -61,22 +62,24 @@ class ClaimCache:
         self._evict(keep=claim_id)
         return fresh
 
-    async def prefetch(self, claim_ids: set[str]) -> None:
-        """Read the claims not held, many at once (a file's next lines name them before they are decided).
+    async def prefetch(self, claim_ids: set[str], *, new: set[str] = frozenset()) -> None:  # noqa: B006 - never changed
+        """Read the claims not held, many at once (a file's next lines name them before they are decided);
+        those in ``new`` are taken to have no events without asking.
 
         It runs while other lines are decided: a claim that is read, held or evicted meanwhile keeps
         what that left (its state may be newer than this read), and a claim held but stale is left to
         ``get``, which reads it when it is used.
         """
-        missing = [c for c in claim_ids if c not in self._slots]
+        missing = [c for c in claim_ids if (slot := self._slots.get(c)) is None or slot.stale]
         if not missing:
             return
         touched = self._touched = set()
         try:
-            existing = await self._log.claims_with_events(missing)
+            asked = [c for c in missing if c not in new]
+            existing = await self._log.claims_with_events(asked) if asked else set()
             for claim_id in missing:
                 if claim_id not in existing:
-                    self._put(claim_id, [], touched)  # nothing to read: a claim with no events yet
+                    self._put(claim_id, [], touched, presumed=claim_id in new)  # nothing to read: no events yet
             reads = [c for c in missing if c in existing]
             for start in range(0, len(reads), READS_AT_ONCE):
                 group = reads[start : start + READS_AT_ONCE]
@@ -86,11 +89,12 @@ class ClaimCache:
             self._touched = None
         self._evict(keep="")
 
-    def _put(self, claim_id: str, stored: list, touched: set[str]) -> None:
-        if claim_id in touched or claim_id in self._slots:
+    def _put(self, claim_id: str, stored: list, touched: set[str], *, presumed: bool = False) -> None:
+        slot = self._slots.get(claim_id)
+        if claim_id in touched or (slot is not None and not slot.stale):
             return
         state = claim_state(claim_id, stored)
-        self._slots[claim_id] = ClaimSlot(state, state.head_seq)
+        self._slots[claim_id] = ClaimSlot(state, state.head_seq, copies=slot.copies if slot else Counter(), presumed=presumed)
 
     def hold(self, claim_id: str, slot: ClaimSlot) -> None:
         """Keep a slot that has just got events waiting (reading other claims may have pushed it out)."""
@@ -102,13 +106,17 @@ class ClaimCache:
         """A slot known to be held (one with events waiting)."""
         return self._slots[claim_id]
 
+    def presumed(self) -> set[str]:
+        """The claims taken to be new that have no events waiting (whose taking nothing has confirmed)."""
+        return {claim_id for claim_id, slot in self._slots.items() if slot.presumed and not slot.unacked and not slot.stale}
+
     def forget(self, claim_ids) -> None:
         """Mark claims whose held state may be wrong (a refused batch): the next use reads them again."""
         for claim_id in claim_ids:
             self._touch(claim_id)
             slot = self._slots.get(claim_id)
             if slot is not None:
-                slot.stale, slot.unacked = True, 0
+                slot.stale, slot.unacked, slot.presumed = True, 0, False
 
     def __len__(self) -> int:
         return len(self._slots)

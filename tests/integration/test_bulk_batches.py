@@ -76,7 +76,8 @@ async def test_another_writer_mid_run_costs_only_the_lines_its_event_makes_fail(
 
     def source():
         for item in iter_commands(path):
-            if item.number == 30:  # claim 3's state is held by the ingestion: its next batch expects a stale sequence
+            if item.number == 40:  # claim 3 is drafted (lines are read at most four spans of five ahead of deciding),
+                # and its state is held by the ingestion: its next batch expects a stale sequence
                 attach_from_another_process(nats_url, conflicted, "s4")
             yield item
 
@@ -99,6 +100,22 @@ async def test_another_writer_mid_run_costs_only_the_lines_its_event_makes_fail(
     assert max(in_flight) == 1  # each batch of five other claims went out while the one before it was synced
     state = claim_state(conflicted, await claim_log.read_claim(conflicted))
     assert set(state.sources) == {"s1", "s2", "s3", "s4"}
+
+
+async def test_a_claim_taken_to_be_new_that_has_events_is_read_and_its_lines_decided_again(
+    nats_url: str, claim_log: ClaimLog, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    attach_from_another_process(nats_url, "CLM-0001", "", command=draft("CLM-0001"))  # in the log before the run
+    path = write_lines(tmp_path / "commands.jsonl", [
+        draft("CLM-0001"), attach("CLM-0001", "s1"), draft("CLM-0002"), attach("CLM-0002", "s1"), draft("CLM-0003"),
+    ])
+    caplog.set_level(logging.INFO, logger="services.commands.bulk")
+    report = await BulkIngest(claim_log, BOT).run(iter_commands(path))
+    assert "was refused" in caplog.text  # its lines start with its draft: taken to be new, its batch expected no events
+    assert [(e.number, e.reason) for e in report.rejected] == [(1, "claim_exists")]
+    assert (report.accepted, await claim_log.head()) == (4, 5)
+    state = claim_state("CLM-0001", await claim_log.read_claim("CLM-0001"))
+    assert state.drafted_by.id == WRITER.id and set(state.sources) == {"s1"}
 
 
 async def test_a_reference_waits_for_the_drafts_acknowledgement_across_batches(claim_log: ClaimLog, tmp_path: Path):
