@@ -38,7 +38,14 @@ from events import Actor, Event, encode
 from events.envelope import utc_now
 from services.commands.bulk_claims import DEFAULT_CAPACITY, ClaimCache, ClaimSlot
 from services.commands.bulk_lines import BulkReport, Line, LineError, Parsed, with_event_id
-from services.commands.decide import REFERENCES, Context, Rejected, decide, referenced_claims
+from services.commands.decide import (
+    REFERENCES,
+    Context,
+    Rejected,
+    decide,
+    referenced_claims,
+    sound_time_and_actor,
+)
 from services.commands.service import already_done
 from services.log import ClaimLog, LogError, event_hash
 from services.log.batches import (
@@ -70,6 +77,7 @@ class Round:
     shares: dict[str, ClaimShare] = field(default_factory=dict)
     events: int = 0
     now: datetime | None = None  # when its lines are decided: the clock is read once a batch
+    sound: bool = False  # whether that time and the actor pass the envelope's checks (``Context.sound``)
 
 
 class BulkIngest:
@@ -213,8 +221,9 @@ class BulkIngest:
             now = round_.now
             if now is None:
                 now = round_.now = self._clock()
-            # Context(actor, event_id, now, correlation_id, existing_claims, prev_hash, slug_owner), built as the tuple it is
-            ctx = tuple.__new__(Context, (self._actor, line.event_id, now, None, existing, state.head_hash, None))
+                round_.sound = sound_time_and_actor(now, self._actor)
+            # Context(actor, event_id, now, correlation_id, existing_claims, prev_hash, slug_owner, sound), built as the tuple it is
+            ctx = tuple.__new__(Context, (self._actor, line.event_id, now, None, existing, state.head_hash, None, round_.sound))
             [event] = decide(line.command, state, ctx)
         except Rejected as rejected:
             round_.lines.append(line)

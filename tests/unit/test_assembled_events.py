@@ -85,6 +85,7 @@ def test_an_assembled_event_is_the_validated_one(drawn):
     assert encode(assembled) == encode(validated)
     assert decode(encode(assembled)) == validated
     assert _event(command, ctx, **decided) == validated  # the path deciding takes
+    assert _event(command, ctx._replace(sound=True), **decided) == validated  # a bulk ingest's, which vouches for the envelope
 
 
 @pytest.mark.parametrize(

@@ -3,9 +3,14 @@ derives the ids it was published under and publishes nothing new. These are ids 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from events import Actor
+from events.envelope import EVENT_ID_PATTERN
 from services.commands.bulk_lines import Parsed, with_event_id
 from services.commands.models import parse_command
 
@@ -37,3 +42,11 @@ def test_the_copies_are_counted_across_calls_in_the_claims_counter():
 def test_a_lines_own_event_id_is_kept():
     own = b'{"command": "retract_claim", "claim_id": "CLM-0001", "reason": "r", "event_id": "0190a000-0000-7000-8000-00000000c0de"}'
     assert derived(BOT, [own]) == ["0190a000-0000-7000-8000-00000000c0de"]
+
+
+@given(st.binary(max_size=300), st.integers(min_value=0, max_value=5))
+def test_a_derived_id_is_one_the_envelope_takes(raw: bytes, before: int):
+    # a bulk ingest vouches for its events' envelopes (``Context.sound``): its derived ids must pass the event's pattern
+    copies = Counter({hash(raw): before})
+    event_id = with_event_id(Parsed(1, parse_command(LINE), raw), BOT, copies).event_id
+    assert re.fullmatch(EVENT_ID_PATTERN, event_id)
