@@ -385,9 +385,3 @@ class BulkIngest:
         self.report.lines -= len(lines)
         ingest = PipelinedIngest(self._log, self._actor, window=self._window, clock=self._clock, on_line=self._on_line, report=self.report)
         return await ingest.run(lines)
-
-
-def _done() -> asyncio.Future[None]:
-    done = asyncio.get_running_loop().create_future()
-    done.set_result(None)
-    return done

@@ -67,8 +67,8 @@ class ClaimCache:
         those in ``new`` are taken to have no events without asking.
 
         It runs while other lines are decided: a claim that is read, held or evicted meanwhile keeps
-        what that left (its state may be newer than this read), and a claim held but stale is left to
-        ``get``, which reads it when it is used.
+        what that left (its state may be newer than this read). A claim held but stale is read again
+        (keeping its counts of identical lines).
         """
         missing = [c for c in claim_ids if (slot := self._slots.get(c)) is None or slot.stale]
         if not missing:
