@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: run test install bench lint clean
+.PHONY: run test install bench lint lock clean
 
 run: $(STAMP)
 	$(BIN)/claimlog up --sample
@@ -27,8 +27,8 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/results.py --write
 
 # The benchmarks' peers (the eventsourcing library, for bench/replay.py) on top of the test install.
-$(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+$(BENCH_STAMP): $(STAMP) requirements/bench.lock
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements/bench.lock
 	touch $(BENCH_STAMP)
 
 lint: $(STAMP)
@@ -36,12 +36,23 @@ lint: $(STAMP)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Installs are locked: every package at the version and hash in requirements/test.lock (made by
+# `make lock`), then claimlog itself without resolving anything again.
+$(STAMP): pyproject.toml requirements/test.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "claimlog needs Python 3.11 or newer; set PYTHON=python3.11 (or newer)")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements/test.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
+
+# Refresh the locks after a change of pyproject.toml's dependencies (or to take newer releases: add
+# LOCK_ARGS=--upgrade). One lock serves x86_64 and aarch64 (--universal); uv is used only here.
+lock: $(STAMP)
+	$(BIN)/python -m pip install --quiet 'uv>=0.9'
+	for lock in runtime:'' test:'--extra test' bench:'--extra test --extra bench'; do \
+	  $(BIN)/uv pip compile pyproject.toml --quiet --universal --python-version 3.11 --generate-hashes \
+	    $(LOCK_ARGS) $${lock#*:} -o requirements/$${lock%%:*}.lock || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) .claimlog .pytest_cache .hypothesis

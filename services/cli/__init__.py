@@ -28,6 +28,25 @@ from services.cli import (
 from services.cli.setup import console, settings_in_use
 
 app = typer.Typer(help="claimlog: the event-sourced registry of research claims.", no_args_is_help=True)
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+
+        typer.echo(f"claimlog {version('claimlog')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    show_version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print claimlog's version and exit."
+    ),
+) -> None:
+    """claimlog: the event-sourced registry of research claims."""
+
+
 for commands in (audit_io, replay, timeline, status, serve, ingest, db, schema, actors, keys, parked, certs, backup):
     commands.register(app)
 
