@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: run test install bench lint lock clean
+.PHONY: run test install bench lint check lock clean
 
 run: $(STAMP)
 	$(BIN)/claimlog up --sample
@@ -33,6 +33,10 @@ $(BENCH_STAMP): $(STAMP) requirements/bench.lock
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+# The fast loop while editing: lint and the pure unit tests (no servers), about a minute.
+check: lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit
 
 install: $(STAMP)
 
