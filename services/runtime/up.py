@@ -20,6 +20,7 @@ from services.rebuild.generations import Generations
 from services.runtime.cluster import LocalCluster, cluster_nodes
 from services.runtime.compose import ensure_log, local_server, nats_replicas, nats_tls, tls_env
 from services.runtime.embedded import EmbeddedNats, EmbeddedNatsError, running_url
+from services.runtime.nats_children import nats_children
 from services.runtime.nats_roles import USERS_FILE
 from services.runtime.settings import Settings
 from services.runtime.supervisor import Child, Supervisor, child_env, service_argv
@@ -49,7 +50,7 @@ def run_up(settings: Settings, *, sample: bool, host: str, port: int, cluster: i
         generations.upgrade()
         generations.close()
         asyncio.run(ensure_log(settings))
-        supervisor = Supervisor(_children(settings, host, port, workers))
+        supervisor = Supervisor(_children(settings, host, port, workers), running=nats_children(local))
         supervisor.start()
         base = f"http://{host}:{port}"
         _wait_healthy(base, supervisor)
