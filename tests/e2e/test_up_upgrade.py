@@ -110,3 +110,13 @@ def test_up_and_db_upgrade_refuse_a_database_of_a_newer_claimlog_before_anything
         assert "schema revision 0999, which this claimlog does not know" in said and "newer claimlog" in said
     assert contents(data_dir) == before
     assert not (data_dir / "jetstream").exists() and not (data_dir / "nats.json").exists()
+
+
+def test_up_refuses_more_copies_than_its_servers_can_hold_before_making_the_database(tmp_path: Path):
+    refused = claimlog("up", "--port", str(free_port()), cwd=tmp_path, CLAIMLOG_NATS_REPLICAS="3")
+
+    said = " ".join((refused.stdout + refused.stderr).split())
+    assert refused.returncode == 2, said
+    assert "CLAIMLOG_NATS_REPLICAS is 3, but the NATS of" in said and "has 1 server(s)" in said and "Nothing was changed" in said
+    assert not (tmp_path / ".claimlog" / "claimlog.sqlite3").exists()
+    assert not list((tmp_path / ".claimlog" / "jetstream").rglob("meta.inf"))  # no stream or bucket made
