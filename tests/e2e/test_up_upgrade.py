@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -120,3 +121,22 @@ def test_up_refuses_more_copies_than_its_servers_can_hold_before_making_the_data
     assert "CLAIMLOG_NATS_REPLICAS is 3, but the NATS of" in said and "has 1 server(s)" in said and "Nothing was changed" in said
     assert not (tmp_path / ".claimlog" / "claimlog.sqlite3").exists()
     assert not list((tmp_path / ".claimlog" / "jetstream").rglob("meta.inf"))  # no stream or bucket made
+
+
+def test_an_unpartitioned_registry_moves_into_partitions_with_its_tokens_by_backup_and_restore(tmp_path: Path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    asyncio.run(unpartitioned_log(old / ".claimlog"))
+    added = claimlog("actors", "add", "ada", "--kind", "person", cwd=old, CLAIMLOG_PARTITIONS="0")
+    assert added.returncode == 0, added.stderr
+    backup = claimlog("backup", str(tmp_path / "moved"), cwd=old, CLAIMLOG_PARTITIONS="0")
+    assert backup.returncode == 0, backup.stderr
+
+    restored = claimlog("restore", str(tmp_path / "moved"), cwd=tmp_path, CLAIMLOG_DATA_DIR=str(new))
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+
+    exported = claimlog("export", cwd=tmp_path, CLAIMLOG_DATA_DIR=str(new))  # read on the default partitions, or refused
+    assert exported.returncode == 0, exported.stderr
+    subjects = [json.loads(line)["subject"].split(".") for line in exported.stdout.splitlines()]
+    assert len(subjects) == 2 and all(len(s) == 4 and s[0] == "claims" and s[2] == "CLM-0001" for s in subjects)  # in a partition
+    listed = claimlog("actors", "list", cwd=tmp_path, CLAIMLOG_DATA_DIR=str(new))
+    assert listed.returncode == 0 and "ada" in listed.stdout, listed.stdout + listed.stderr
