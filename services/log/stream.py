@@ -70,17 +70,31 @@ async def ensure_stream(nc: Client, spec: StreamSpec, *, create: bool = True) ->
         info = await placed(lambda: js.add_stream(spec.config()), what=f"stream {spec.name}", wanted=spec.replicas)
         warn_if_not_durable(nc, info, sync=spec.server_sync)
         return info
-    problems = alteration_risks(info.config, spec.layout)
+    refuse_unfit(info.config, spec)
+    info = await ensure_replicas(nc, info, spec.replicas, what=f"stream {spec.name}", change=create)
+    warn_if_not_durable(nc, info, sync=spec.server_sync)
+    return await _enable_what_appends_need(nc, info, spec)
+
+
+async def check_existing(nc: Client, spec: StreamSpec) -> None:
+    """Refuse, changing nothing, an existing stream that ``ensure_stream`` would refuse; a missing one passes (it is made)."""
+    try:
+        info = await nc.jetstream().stream_info(spec.name)
+    except NotFoundError:
+        return
+    refuse_unfit(info.config, spec)
+
+
+def refuse_unfit(config: StreamConfig, spec: StreamSpec) -> None:
+    """Refuse a stream that can lose or rewrite events, or stores them in other partitions than configured."""
+    problems = alteration_risks(config, spec.layout)
     if problems:
         raise LogConfigError(
             f"stream {spec.name} can lose or rewrite events: {'; '.join(problems)}. "
             "claimlog refuses to run on it: the log is its only source of truth. "
             "Fix the stream's configuration (or point CLAIMLOG_STREAM at another stream) and start again."
         )
-    check_layout(info.config, spec.layout)
-    info = await ensure_replicas(nc, info, spec.replicas, what=f"stream {spec.name}", change=create)
-    warn_if_not_durable(nc, info, sync=spec.server_sync)
-    return await _enable_what_appends_need(nc, info, spec)
+    check_layout(config, spec.layout)
 
 
 def stored_partitions(config: StreamConfig, prefix: str) -> int:

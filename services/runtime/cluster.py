@@ -128,6 +128,12 @@ class LocalCluster:
         )
         logfile.close()
 
+    def restart_node(self, name: str) -> None:
+        """Start a node again after it exited, on its ports and store, so it rejoins the cluster and catches up;
+        does not wait (a supervisor sees whether it stays up)."""
+        self.start_node(name)
+        self._record()
+
     def wait_for_node(self, name: str, *, timeout: float = 30.0) -> None:
         """Wait until a (re)started node accepts connections."""
         self._wait_for(self.node(name), time.monotonic() + timeout)

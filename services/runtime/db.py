@@ -88,7 +88,24 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     if engine.dialect.name == "sqlite" and path and path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         sqlite3.connect(path).close()  # here, and only here, a missing read-model database is made
+    require_known_revision(engine)
     command.upgrade(alembic_config(engine), revision)
+
+
+def require_known_revision(engine: Engine) -> None:
+    """Refuse a database whose schema revision none of this code's migrations names: a newer claimlog wrote it,
+    and no migration here can go on from it (nor should this code read it)."""
+    script = ScriptDirectory.from_config(alembic_config(engine))
+    with engine.connect() as conn:
+        current = MigrationContext.configure(conn).get_current_revision()
+    if current is None or current in {known.revision for known in script.walk_revisions()}:
+        return
+    raise DatabaseNotReadyError(
+        f"the read-model database at {engine.url.render_as_string(hide_password=True)} is at schema revision {current}, "
+        f"which this claimlog does not know (its newest is {script.get_current_head()}): a newer claimlog wrote it. "
+        "Nothing was changed. Run that newer claimlog on it, or point CLAIMLOG_DATABASE_URL at a new database "
+        "(the read models are rebuilt from the log)"
+    )
 
 
 def require_current(engine: Engine) -> None:

@@ -136,6 +136,24 @@ class EmbeddedNats:
 
     def start(self, *, timeout: float = 20.0) -> str:
         """Start the server and wait until it accepts connections; returns the admin role's URL."""
+        self._spawn()
+        self.url = self._wait_for_url(timeout)
+        self._record()
+        log.info("embedded nats-server %s serving %s", self.url, self.data_dir)
+        return self.url_for("admin")
+
+    def restart(self) -> None:
+        """Start the server again after it exited, on the port its clients' URLs name and on its store; does not
+        wait (a supervisor sees whether it stays up)."""
+        if self.url is None or self.process is None:
+            raise EmbeddedNatsError("the embedded nats-server was never started: start it, not restart it")
+        ended = self.process.pid
+        self.port = int(self.url.rsplit(":", 1)[1])
+        self._spawn()
+        (self.data_dir / f"nats-server_{ended}.ports").unlink(missing_ok=True)  # a killed server leaves it behind
+        self._record()
+
+    def _spawn(self) -> None:
         config = self._write_config()
         logfile = open(self.data_dir / "nats-server.log", "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(
@@ -145,10 +163,10 @@ class EmbeddedNats:
             start_new_session=True,
         )
         logfile.close()
-        self.url = self._wait_for_url(timeout)
+
+    def _record(self) -> None:
+        assert self.process is not None
         (self.data_dir / URL_FILE).write_text(json.dumps({"pid": self.process.pid, "url": self.url}))
-        log.info("embedded nats-server %s serving %s", self.url, self.data_dir)
-        return self.url_for("admin")
 
     def _wait_for_url(self, timeout: float) -> str:
         assert self.process is not None

@@ -8,12 +8,27 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from services.runtime.processes import terminate
 
 log = logging.getLogger(__name__)
 RESTART_BACKOFF = (0.5, 1, 2, 5, 10)
+
+
+class Supervised(Protocol):
+    """What the supervisor watches: a named process it can start again, and how often it has lately."""
+
+    name: str
+    restarts: int
+    started_at: float
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None: ...
+
+    def start(self) -> None: ...
 
 
 @dataclass
@@ -38,10 +53,14 @@ class Child:
 
 
 class Supervisor:
-    """Starts the children, restarts any that die, and stops them all on SIGINT or SIGTERM."""
+    """Starts the children, restarts any that die, and stops them all on SIGINT or SIGTERM.
 
-    def __init__(self, children: list[Child]) -> None:
+    ``running``: processes started and stopped by their owner (the nats-servers ``claimlog up`` runs), which
+    the supervisor restarts as it does its children when they exit."""
+
+    def __init__(self, children: list[Child], *, running: Iterable[Supervised] = ()) -> None:
         self.children = children
+        self.running = list(running)
         self.stopping = False
 
     def start(self) -> None:
@@ -54,20 +73,23 @@ class Supervisor:
     def watch(self) -> None:
         """Restart children that exit, until asked to stop."""
         while not self.stopping:
-            for child in self.children:
-                code = child.process.poll() if child.process else None
+            for child in [*self.running, *self.children]:
+                code = child.process.poll() if child.process else None  # poll() also reaps it: no zombie
                 if code is not None and not self.stopping:
                     self._restart(child, code)
             time.sleep(0.2)
 
-    def _restart(self, child: Child, code: int) -> None:
+    def _restart(self, child: Supervised, code: int) -> None:
         if time.monotonic() - child.started_at > 60:
             child.restarts = 0
         delay = RESTART_BACKOFF[min(child.restarts, len(RESTART_BACKOFF) - 1)]
-        log.warning("%s exited with code %s; restarting in %ss", child.name, code, delay)
+        log.warning("%s exited (%s); restarting in %ss", child.name, exit_status(code), delay)
         time.sleep(delay)
+        if self.stopping:  # SIGINT or SIGTERM during the wait: the owner stops everything instead
+            return
         child.restarts += 1
         child.start()
+        log.info("%s restarted (pid %s)", child.name, child.process.pid if child.process else "none")
 
     def stop(self) -> None:
         """Stop every child, last started first."""
@@ -77,6 +99,16 @@ class Supervisor:
 
     def _on_signal(self, signum: int, _frame) -> None:
         self.stopping = True
+
+
+def exit_status(code: int) -> str:
+    """How a process ended, in words: its exit code, or the signal that killed it."""
+    if code >= 0:
+        return f"code {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
 
 
 def service_argv(*args: str) -> list[str]:

@@ -20,7 +20,9 @@ from services.rebuild.generations import Generations
 from services.runtime.cluster import LocalCluster, cluster_nodes
 from services.runtime.compose import ensure_log, local_server, nats_replicas, nats_tls, tls_env
 from services.runtime.embedded import EmbeddedNats, EmbeddedNatsError, running_url
+from services.runtime.nats_children import nats_children
 from services.runtime.nats_roles import USERS_FILE
+from services.runtime.preflight import check_database, check_log
 from services.runtime.settings import Settings
 from services.runtime.supervisor import Child, Supervisor, child_env, service_argv
 
@@ -37,6 +39,7 @@ def run_up(settings: Settings, *, sample: bool, host: str, port: int, cluster: i
     if not _port_free(host, port):
         console.print(f"[red]{host}:{port} is already in use[/red]: stop what listens there, or pass --port")
         return 2
+    check_database(settings)  # before NATS starts: every check that can refuse comes before any change
     try:
         local = _start_nats(settings, cluster)
     except EmbeddedNatsError as error:
@@ -45,11 +48,12 @@ def run_up(settings: Settings, *, sample: bool, host: str, port: int, cluster: i
     settings = settings.model_copy(update={"nats_replicas": nats_replicas(settings)})
     supervisor = None
     try:
+        asyncio.run(check_log(settings))
         generations = Generations(settings.resolved_database_url())
         generations.upgrade()
         generations.close()
         asyncio.run(ensure_log(settings))
-        supervisor = Supervisor(_children(settings, host, port, workers))
+        supervisor = Supervisor(_children(settings, host, port, workers), running=nats_children(local))
         supervisor.start()
         base = f"http://{host}:{port}"
         _wait_healthy(base, supervisor)

@@ -51,6 +51,15 @@ def test_services_refuse_a_database_that_was_not_migrated(database_url: str):
     engine.dispose()
 
 
+def test_a_database_of_a_newer_claimlog_is_refused_by_name_and_left_at_its_revision(engine: Engine):
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0999'"))
+    with pytest.raises(DatabaseNotReadyError, match="schema revision 0999, which this claimlog does not know"):
+        upgrade(engine)
+    with engine.connect() as conn:
+        assert MigrationContext.configure(conn).get_current_revision() == "0999"
+
+
 def test_db_upgrade_from_the_command_line(tmp_path: Path):
     env = {**os.environ, "CLAIMLOG_DATA_DIR": str(tmp_path / "data")}
     result = subprocess.run(
