@@ -8,7 +8,7 @@ The position is, over the partitions, the sequence just before each one's first 
 applied, or the head of the log for a partition with none. Only the log can say which partitions hold
 events beyond their checkpoints; checkpoints of the whole log (an unpartitioned log, or a rebuilt
 generation before a worker divides them) say the position by themselves. Health, readiness, status,
-the metrics, the scorecard and ``replay --diff`` all read it here.
+the metrics, the scorecard, ``replay --diff`` and a runner starting over several partitions all read it here.
 """
 
 from __future__ import annotations
