@@ -16,7 +16,7 @@ from services.log.buckets import bucket_stream
 from services.log.topology import nats_report
 
 if TYPE_CHECKING:
-    from services.rebuild.generations import Generations
+    from services.projector.applied import Applied
 
 out = Console()
 
@@ -29,6 +29,7 @@ def register(app: typer.Typer) -> None:
 def status(as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False) -> None:
     """Show the NATS nodes (reachable, which leads the log, copies current or lagging), the projector's lag,
     and each projector worker with the partitions it holds (epoch, position, lag)."""
+    from services.projector.applied import applied
     from services.read_api.partitions import partition_section
     from services.rebuild.generations import Generations
     from services.runtime.compose import open_log, run
@@ -38,15 +39,15 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print the repor
 
     async def gather() -> dict[str, Any]:
         async with open_log(settings, client_name="claimlog-status", role="admin", create=False) as claim_log:
-            head = await claim_log.head()
-            report = {"nats": await nats_report(claim_log.nc, claim_log.stream, bucket_stream(BUCKET)), "head": head}
+            found = await applied(claim_log, generations.active()[1])
+            report = {"nats": await nats_report(claim_log.nc, claim_log.stream, bucket_stream(BUCKET)), "head": found.head}
+            report["projections"] = _positions(found)
             if (partitions := await partition_section(claim_log, generations.active()[1])) is not None:
                 report["partitions"] = partitions
             return report
 
     try:
         report = run(gather())
-        report["projections"] = _positions(generations, report["head"])
     finally:
         generations.close()
     if as_json:
@@ -56,12 +57,12 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print the repor
     raise typer.Exit(1 if report["nats"]["problems"] else 0)
 
 
-def _positions(generations: Generations, head: int) -> dict[str, dict[str, int]]:
-    """Each projection's last applied sequence in the active generation, and how far it is behind ``head``."""
-    from services.read_api.queries import positions
-
-    with generations.active()[1].connect() as conn:
-        return {name: {"last_seq": seq, "lag_events": max(0, head - seq)} for name, seq in positions(conn).items()}
+def _positions(found: Applied) -> dict[str, dict[str, Any]]:
+    """Each projection's position in the active generation (every event at or below it applied), and how
+    far it is behind the head; why either is unknown, when it is."""
+    lags = found.lag()
+    unknown = {"unknown": found.unknown} if found.unknown else {}
+    return {name: {"last_seq": seq, "lag_events": lags[name]} | unknown for name, seq in found.positions.items()}
 
 
 def _print(report: dict[str, Any]) -> None:
@@ -74,16 +75,22 @@ def _print(report: dict[str, Any]) -> None:
     out.print(nodes)
     for name, stream in nats["streams"].items():
         out.print(f"{name}: {stream['replicas']} replica(s), leader {stream['leader'] or '[red]none[/red]'}")
-    projections = Table(title=f"projections (log head {report['head']})")
+    projections = Table(title=f"projections (log head {_shown(report['head'])}; every event at or below last_seq is applied)")
     for column in ("projection", "last_seq", "lag_events"):
         projections.add_column(column)
     for name, position in report["projections"].items():
-        projections.add_row(name, str(position["last_seq"]), str(position["lag_events"]))
+        projections.add_row(name, _shown(position["last_seq"]), _shown(position["lag_events"]))
     out.print(projections)
+    for why in sorted({p["unknown"] for p in report["projections"].values() if "unknown" in p}):
+        out.print(f"[yellow]position unknown[/yellow]: {why}")
     if "partitions" in report:
         _print_partitions(report["partitions"])
     for problem in nats["problems"]:
         out.print(f"[red]problem[/red]: {problem}")
+
+
+def _shown(value: int | None) -> str:
+    return "unknown" if value is None else str(value)
 
 
 def _print_partitions(report: dict[str, Any]) -> None:

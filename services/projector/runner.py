@@ -18,6 +18,7 @@ from services.keys import AttributionCache, load_attribution
 from services.log import ClaimLog, Delivery, DurableConsumer
 from services.log.consumer import PartitionConsumers
 from services.log.signing import Attribution
+from services.projector.applied import applied_through
 from services.projector.errors import NEVER_PARK, TRANSIENT, CannotIsolateError, FencingError
 from services.projector.notices import encode_notice, notice_subject
 from services.projector.writer import CheckpointedWriter, Entry, Refused
@@ -106,12 +107,7 @@ class Runner:
         if parts is None or len(parts) == 1 or not self._log.covers(parts):
             return lowest  # one consumer per partition, each started at its own checkpoint
         head = await self._log.head()  # before the look-ups: what a partition holds after them is above it
-        bounds = []
-        for part in parts:
-            at = self.writer.position(part) or 0
-            found = await self._log.first_in_partition(part, at)
-            bounds.append(found[0] - 1 if found is not None else max(at, head))
-        self.checkpoint = min(bounds)
+        self.checkpoint = await applied_through(self._log, {part: self.writer.position(part) or 0 for part in parts}, head=head)
         return self.checkpoint
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from events.envelope import ClaimId
 from projections.scorecard import RULES_VERSION, STANDINGS
-from services.read_api import queries
+from services.read_api import lag, queries
 from services.read_api.as_of import AsOfSeq, AsOfTime, as_of_point, scorecard_rows_as_of
 from services.read_api.consistency import visible_after
 from services.read_api.deps import DB
@@ -66,7 +66,9 @@ class Scorecard(BaseModel):
     """Per capability (and per technique where claims name one), under the rules of ``rules_version``."""
 
     rules_version: int
-    applied_seq: int
+    # Every event of the log at or below it is counted (later ones may be too); None when the API cannot
+    # ask the log which partitions are caught up (``claimlog api --read-only`` on a partitioned log).
+    applied_seq: int | None
     capabilities: list[CapabilityScore]
 
 
@@ -114,20 +116,25 @@ async def capability_scorecard(
 async def scorecard_at(request: Request, db: Engine, capability: str | None, as_of: AsOf | None) -> Scorecard:
     """The scorecard now (``as_of`` None), or folded from the log as it stood at ``as_of``."""
     if as_of is None:
-        return await run_in_threadpool(read_scorecard, db, capability)
+        position = await lag.applied(request.app, db)  # before the rows: they hold at least what it says
+        return await run_in_threadpool(read_scorecard, db, capability, applied_seq=_lowest(position.positions))
     seq, rows = await scorecard_rows_as_of(request, as_of, capability)
     return tally_scorecard(rows, applied_seq=seq)
 
 
-def read_scorecard(db: Engine, capability: str | None) -> Scorecard:
+def read_scorecard(db: Engine, capability: str | None, *, applied_seq: int | None) -> Scorecard:
     """The scorecard of every capability (or of one), from one grouped read of the claim rows."""
     with db.connect() as conn:
         rows = queries.scorecard_rows(conn, capability)
-        applied = min(queries.positions(conn).values(), default=0)
-    return tally_scorecard(rows, applied_seq=applied)
+    return tally_scorecard(rows, applied_seq=applied_seq)
 
 
-def tally_scorecard(rows: list[dict], *, applied_seq: int) -> Scorecard:
+def _lowest(positions: dict[str, int | None]) -> int | None:
+    """The position of every projection at once (None when any is unknown)."""
+    return None if None in positions.values() else min(positions.values(), default=0)
+
+
+def tally_scorecard(rows: list[dict], *, applied_seq: int | None) -> Scorecard:
     """The scorecard of claim rows grouped as ``queries.scorecard_rows`` groups them: live, or folded as of a point."""
     by_capability: dict[str, list[dict]] = defaultdict(list)
     for row in rows:

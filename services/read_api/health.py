@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from sqlalchemy import Engine
 
 from services.actors import BUCKET
 from services.log.buckets import bucket_stream
 from services.log.topology import nats_report
-from services.read_api import lag, queries
+from services.read_api import lag
 from services.read_api.deps import DB
 from services.read_api.partitions import partition_section
 from services.read_api.state import api_state
@@ -25,13 +23,14 @@ async def health(request: Request, db: DB) -> JSONResponse:
     the partitions it holds, their epochs and lag, and the partitions no worker holds. 503 when the read
     models cannot be read, status ``degraded`` when a copy is missing or behind."""
     try:
-        projections = await run_in_threadpool(_positions, db)
+        found = await lag.applied(request.app, db)
     except Exception as error:  # noqa: BLE001 - health reports any failure as unavailable
         return JSONResponse({"status": "unavailable", "database": type(error).__name__}, status_code=503)
-    head = await lag.log_head(request.app)
-    body: dict = {"status": "ok", "database": "ok", "projections": projections, "head": head.seq}
-    if head.seq is not None:
-        body["lag_events"] = {name: max(0, head.seq - seq) for name, seq in projections.items()}
+    body: dict = {"status": "ok", "database": "ok", "projections": found.positions, "head": found.head}
+    if found.head is not None:
+        body["lag_events"] = found.lag()
+    if found.unknown is not None:
+        body["unknown"] = found.unknown
     claim_log = api_state(request.app).claim_log
     if (partitions := await partition_section(claim_log, db)) is not None:
         body["partitions"] = partitions  # each worker with the partitions it holds, its epoch and lag
@@ -40,11 +39,6 @@ async def health(request: Request, db: DB) -> JSONResponse:
         if body["nats"]["problems"]:
             body["status"] = "degraded"
     return JSONResponse(body)
-
-
-def _positions(engine: Engine) -> dict[str, int]:
-    with engine.connect() as conn:
-        return queries.positions(conn)
 
 
 @router.get("/health/live")
@@ -56,30 +50,27 @@ async def live() -> JSONResponse:
 @router.get("/health/ready")
 async def ready(request: Request) -> JSONResponse:
     """200 when the read models can be read and every projection is within the configured lag of the head
-    of the log; 503 otherwise, with each projection's position and what is wrong."""
+    of the log (its position: every event at or below it is applied); 503 otherwise, with each
+    projection's position and what is wrong. Without a connection to the log the lag is not checked."""
     app = request.app
     max_lag: int = api_state(app).guards.ready_max_lag_events
     try:
-        with api_state(app).engine.connect() as conn:
-            positions = lag.positions(conn, api_state(app).projection_names)
+        found = await lag.applied(app)
     except Exception as error:  # noqa: BLE001 - readiness reports any failure as not ready
         problem = f"the read models cannot be read ({type(error).__name__})"
         return JSONResponse({"status": "not_ready", "database": "unavailable", "problems": [problem]}, status_code=503)
-    head = await lag.log_head(app)
-    body: dict = {"status": "ready", "database": "ok", "head": head.seq, "max_lag_events": max_lag}
+    body: dict = {"status": "ready", "database": "ok", "head": found.head, "max_lag_events": max_lag}
     problems: list[str] = []
-    if head.seq is None:
+    if found.head is None:
         body["lag_checked"] = False
-        body["head_unknown"] = head.unknown
-        if api_state(app).claim_log is not None:
-            problems.append(head.unknown or "the head of the log is unknown")
-    body["projections"] = {
-        name: {"last_seq": seq, "lag_events": None if head.seq is None else max(0, head.seq - seq)}
-        for name, seq in positions.items()
-    }
-    for name, position in body["projections"].items():
-        if position["lag_events"] is not None and position["lag_events"] > max_lag:
-            problems.append(f"projection {name!r} is {position['lag_events']} events behind the log (limit {max_lag})")
+        body["head_unknown"] = found.unknown
+    if found.unknown is not None and api_state(app).claim_log is not None:
+        problems.append(found.unknown)  # a read-only API cannot ask the log: it serves what it has
+    lags = found.lag()
+    body["projections"] = {name: {"last_seq": seq, "lag_events": lags[name]} for name, seq in found.positions.items()}
+    for name, behind in lags.items():
+        if behind is not None and behind > max_lag:
+            problems.append(f"projection {name!r} is {behind} events behind the log (limit {max_lag})")
     if problems:
         return JSONResponse(body | {"status": "not_ready", "problems": problems}, status_code=503)
     return JSONResponse(body)

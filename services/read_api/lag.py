@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fastapi import FastAPI
-from sqlalchemy import Connection, func, inspect, select, table
+from sqlalchemy import Connection, Engine, func, inspect, select, table
 
 from projections.tables import unreadable_events
 from services.log import ClaimLog
-from services.read_api import queries
+from services.projector.applied import Applied
+from services.projector.applied import applied as applied_positions
 from services.read_api.state import api_state
 
 HEAD_TIMEOUT = 2.0  # seconds a health check or a scrape waits for the log
@@ -25,10 +26,12 @@ class Head:
     unknown: str | None = None
 
 
-def positions(conn: Connection, names: list[str]) -> dict[str, int]:
-    """Each projection's last applied sequence; 0 for one that has no checkpoint yet."""
-    found = queries.positions(conn)
-    return {name: found.get(name, 0) for name in names} | found
+async def applied(app: FastAPI, engine: Engine | None = None) -> Applied:
+    """Each projection's position (every event at or below it applied) in ``engine`` (default: the active
+    generation's) and the head of the log, through the app's connection if it has one; raises when the
+    read models cannot be read."""
+    state = api_state(app)
+    return await applied_positions(state.claim_log, engine or state.engine, state.projection_names, timeout=HEAD_TIMEOUT)
 
 
 def unreadable_count(conn: Connection) -> int:

@@ -52,7 +52,9 @@ class Scrape:
         yield _gauge("claimlog_unreadable_events", "Events in the log no projection could read (table unreadable_events).", self.unreadable)
         yield _gauge("claimlog_parked_events", "Events parked after a projection failed on them (0 without a parked_events table).", self.parked)
         yield _per_projection(
-            "claimlog_projection_last_applied_seq", "The last log sequence the projection applied (its checkpoint).", self.positions
+            "claimlog_projection_last_applied_seq",
+            "The projection's position: every event of the log at or below it is applied (absent when unknown).",
+            self.positions,
         )
         yield _per_projection(
             "claimlog_projection_events_applied_per_second",
@@ -62,7 +64,9 @@ class Scrape:
         )
         if known:
             behind = {name: max(0, self.head.seq - seq) for name, seq in self.positions.items()}
-            yield _per_projection("claimlog_projection_lag_events", "Events in the log the projection has not applied yet.", behind)
+            yield _per_projection(
+                "claimlog_projection_lag_events", "Sequences of the log between the projection's position and the head.", behind
+            )
             yield _per_projection(
                 "claimlog_projection_lag_seconds",
                 "How long the oldest event the projection has not applied has been in the log (its store "
@@ -83,22 +87,24 @@ def _per_projection(name: str, documentation: str, values: dict[str, float]) -> 
 
 
 async def scrape(app: FastAPI) -> Scrape:
-    """Read the active generation's checkpoints and counts, and the log's head, now."""
+    """Read the active generation's positions and counts, and the log's head, now."""
     try:
         state = api_state(app)
         with state.engine.connect() as conn:
-            positions = lag.positions(conn, state.projection_names)
             unreadable, parked = lag.unreadable_count(conn), lag.parked_count(conn)
+        found = await lag.applied(app)
     except Exception:  # noqa: BLE001 - a scrape reports the read models down rather than failing
         return Scrape(up=False, head=await lag.log_head(app))
-    found = Scrape(up=True, positions=positions, unreadable=unreadable, parked=parked, head=await lag.log_head(app))
-    found.rates = _rates(app, positions)
-    if found.head.seq is not None:
+    positions = {name: seq for name, seq in found.positions.items() if seq is not None}
+    head = lag.Head(found.head, found.unknown)
+    scraped = Scrape(up=True, positions=positions, unreadable=unreadable, parked=parked, head=head)
+    scraped.rates = _rates(app, positions)
+    if found.head is not None:
         for name, seq in positions.items():
-            since = await lag.waiting_since(app, seq) if seq < found.head.seq else None
-            if seq >= found.head.seq or since is not None:
-                found.lag_seconds[name] = lag.seconds_since(since) if since else 0.0
-    return found
+            since = await lag.waiting_since(app, seq) if seq < found.head else None
+            if seq >= found.head or since is not None:
+                scraped.lag_seconds[name] = lag.seconds_since(since) if since else 0.0
+    return scraped
 
 
 def _rates(app: FastAPI, positions: dict[str, int]) -> dict[str, float]:

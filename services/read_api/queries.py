@@ -95,8 +95,8 @@ def claim_page(conn: Connection, key: str) -> ClaimPage | None:
 
 
 def positions(conn: Connection) -> dict[str, int]:
-    """Each projection's last applied log sequence: in every share of the claims, when the projector
-    runs as several processes (its lowest checkpoint)."""
+    """Each projection's lowest checkpoint row. Not its position on a partitioned log, where a partition
+    with no event beyond its checkpoint is caught up however low it stands: ``services/projector/applied.py``."""
     return dict(conn.execute(select(checkpoints.c.name, func.min(checkpoints.c.last_seq)).group_by(checkpoints.c.name)).all())
 
 

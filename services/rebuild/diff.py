@@ -1,7 +1,15 @@
-"""How a new read-model generation differs from the active one: tables by checksum, claim pages field by field."""
+"""How a new read-model generation differs from the active one: tables by checksum, claim pages field by field.
+
+The checkpoint rows are no part of what a generation says: a live generation keeps one per partition,
+at that partition's last applied event, and a rebuilt one a row for the whole log, so two generations
+that applied the same events hold different rows. What they are compared by is their projections'
+versions and their positions (``services/projector/applied.py``: every event at or below it applied),
+read of the log with the one definition every other reader uses.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 
@@ -9,6 +17,8 @@ from sqlalchemy import Connection, Engine, select
 
 from projections.checksum import table_checksums
 from projections.tables import checkpoints, claim_pages
+from services.log import ClaimLog
+from services.projector.applied import applied
 
 
 @dataclass
@@ -27,23 +37,40 @@ class Diff:
         return not (self.tables_differing or self.claims_changed or self.claims_only_new or self.claims_only_old)
 
 
-def compare(old: Engine, new: Engine, *, limit: int = 50) -> Diff:
-    """Table checksums and, for claim pages, which claims' pages differ and in which fields.
+async def diff_generations(claim_log: ClaimLog, old: Engine, new: Engine, *, limit: int = 50) -> Diff:
+    """``compare`` at the two generations' positions, read of the log now."""
+    old_seq, new_seq = await asyncio.gather(_position(claim_log, old), _position(claim_log, new))
+    return await asyncio.to_thread(compare, old, new, old_seq=old_seq, new_seq=new_seq, limit=limit)
+
+
+def compare(old: Engine, new: Engine, *, old_seq: int, new_seq: int, limit: int = 50) -> Diff:
+    """Table checksums (the checkpoints by their projections' versions) and, for claim pages, which claims'
+    pages differ and in which fields, of generations at positions ``old_seq`` and ``new_seq``.
 
     The two generations may stand at different sequences (the live one keeps moving): a claim whose
     page differs only because the live one has seen newer events is not reported.
     """
     with old.connect() as a, new.connect() as b:
-        old_seq, new_seq = _position(a), _position(b)
         old_sums, new_sums = table_checksums(a), table_checksums(b)
-        report = Diff(old_seq, new_seq, tables_differing=[t for t in new_sums if old_sums.get(t) != new_sums[t]])
+        differing = [t for t in new_sums if t != checkpoints.name and old_sums.get(t) != new_sums[t]]
+        if _versions(a) != _versions(b):
+            differing.append(checkpoints.name)
+        report = Diff(old_seq, new_seq, tables_differing=differing)
         if "claim_pages" in report.tables_differing:
             _page_differences(a, b, min(old_seq, new_seq), report, limit)
     return report
 
 
-def _position(conn: Connection) -> int:
-    return min(conn.execute(select(checkpoints.c.last_seq)).scalars(), default=0)
+async def _position(claim_log: ClaimLog, engine: Engine) -> int:
+    """The lowest of the generation's projections' positions."""
+    found = await applied(claim_log, engine)
+    if found.unknown is not None:
+        raise RuntimeError(f"the position of the read models cannot be read: {found.unknown}")
+    return min((seq for seq in found.positions.values() if seq is not None), default=0)
+
+
+def _versions(conn: Connection) -> dict[str, int]:
+    return dict(conn.execute(select(checkpoints.c.name, checkpoints.c.version).distinct()).all())
 
 
 def _page_differences(old: Connection, new: Connection, upto: int, report: Diff, limit: int) -> None:

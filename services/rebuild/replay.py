@@ -22,7 +22,7 @@ from projections.tables import checkpoints
 from services.log import ClaimLog, connect
 from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
-from services.rebuild.diff import Diff, compare
+from services.rebuild.diff import Diff, diff_generations
 from services.rebuild.generations import Generations
 from services.rebuild.parallel import Progress, build_in_parallel, reader_consumer, worker_consumer
 from services.rebuild.some import PartialRebuildDisagrees, chosen_projections, copy_others, parked_in
@@ -95,7 +95,7 @@ async def rebuild_generation(
     partial = len(chosen) < len(build_projections())
     number, engine = generations.create()
     try:
-        applied = await _build(settings, generations, number, chosen if partial else None, progress, workers, parallel_from)
+        applied, report = await _build(settings, generations, number, chosen if partial else None, progress, workers, parallel_from, diff=diff)
     except PartialRebuildDisagrees as why:
         generations.abandon(number)
         log.warning("%s: rebuilding every projection instead", why)
@@ -103,7 +103,6 @@ async def rebuild_generation(
     except BaseException:
         generations.abandon(number)
         raise
-    report = compare(generations.engine(generations.active_number()), engine) if diff else None
     replaced = generations.switch(number) if switch else None
     log.info("generation %s rebuilt through sequence %s%s", number, applied, " and switched to" if switch else "")
     return Rebuilt(number, replaced, applied, report, tuple(p.name for p in chosen))
@@ -111,11 +110,11 @@ async def rebuild_generation(
 
 async def _build(
     settings: Settings, generations: Generations, number: int, chosen: list | None, progress: Progress | None,
-    workers: int | None, parallel_from: int,
-) -> int:
+    workers: int | None, parallel_from: int, *, diff: bool = False,
+) -> tuple[int, Diff | None]:
     """Fold the log into generation ``number``: the ``chosen`` projections alone first (the others copied),
     or every projection by several processes when the log is large; then catch up with the head.
-    Returns the sequence applied through."""
+    Returns the sequence applied through and, with ``diff``, how the generation differs from the active one."""
     async with nats_server(settings, role="projector") as url:
         nc = await connect(url, name="claimlog-replay", tls=nats_tls(settings))
         claim_log = ClaimLog(nc, stream_spec(settings))
@@ -130,7 +129,10 @@ async def _build(
                 await build_in_parallel(claim_log, url, settings, generations, number, head, parts, name, progress)
             writer = CheckpointedWriter(generations.engine(number), build_projections())
             projector = Runner(claim_log, writer, name=name, batch=REPLAY_BATCH, linger=0.1)
-            return await _catch_up(projector, claim_log, progress)
+            applied = await _catch_up(projector, claim_log, progress)
+            if not diff:
+                return applied, None
+            return applied, await diff_generations(claim_log, generations.engine(generations.active_number()), generations.engine(number))
         finally:
             workers_own = [worker_consumer(name, part) for part in range(parts)]
             await _forget_consumers(claim_log, [name, f"{name}-chosen", reader_consumer(name), *workers_own])

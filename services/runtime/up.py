@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import time
 
-import httpx
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
@@ -23,6 +21,7 @@ from services.runtime.embedded import EmbeddedNats, EmbeddedNatsError, running_u
 from services.runtime.nats_children import nats_children
 from services.runtime.nats_roles import USERS_FILE
 from services.runtime.preflight import check_database, check_log
+from services.runtime.readiness import wait_ready
 from services.runtime.settings import Settings
 from services.runtime.supervisor import Child, Supervisor, child_env, service_argv
 
@@ -56,7 +55,8 @@ def run_up(settings: Settings, *, sample: bool, host: str, port: int, cluster: i
         supervisor = Supervisor(_children(settings, host, port, workers), running=nats_children(local))
         supervisor.start()
         base = f"http://{host}:{port}"
-        _wait_healthy(base, supervisor)
+        if not wait_ready(base, supervisor, console) and not supervisor.stopping:
+            return 1
         if sample and not supervisor.stopping:
             asyncio.run(ingest_files(as_role(settings, "writer"), sample_pages(), console))
         _announce(settings, base, local)
@@ -130,21 +130,6 @@ def as_role(settings: Settings, role: str) -> Settings:
     if tls is not None:
         update |= {"nats_tls_ca": tls.ca, "nats_tls_cert": tls.cert, "nats_tls_key": tls.key}
     return settings.model_copy(update=update)
-
-
-def _wait_healthy(base: str, supervisor: Supervisor, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not supervisor.stopping:
-        try:
-            # Readiness, not the full report: /health also asks the log and the workers' leases, which may
-            # take longer than a start-up poll should wait.
-            if httpx.get(f"{base}/health/ready", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    if not supervisor.stopping:
-        raise RuntimeError(f"the read API did not answer on {base}/health within {timeout}s")
 
 
 def _announce(settings: Settings, base: str, local: EmbeddedNats | LocalCluster | None) -> None:
