@@ -21,21 +21,23 @@ busy claim is not read in full for each of its commands.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import nats.errors
+
 from events import Actor, Event, new_event_id
 from events.envelope import utc_now
 from services.commands.attempts import ReadAgain, existing_claims, has_events, until_stored
 from services.commands.decide import Context, Kind, Rejected, decide, referenced_claims
 from services.commands.models import Command
-from services.commands.shared_state import SLUGS, LazyBucket
-from services.commands.slugs import SlugOwners
+from services.commands.slugs import SlugOwners, slug_owners
 from services.commands.state import ClaimState, claim_state
-from services.log import ClaimLog, ConflictError
+from services.log import ClaimLog, ConflictError, LogError
 
 CACHED_CLAIMS = 10_000
 IDEMPOTENCY_NAMESPACE = uuid.UUID("6f1c2a0e-3d4b-5c6d-8e9f-0a1b2c3d4e5f")
@@ -93,7 +95,7 @@ class CommandService:
     ) -> None:
         """``slugs``: where slugs' owners are kept; by default a bucket beside the log (services/commands/slugs.py)."""
         self._log, self._clock = log, clock
-        self._slugs = slugs if slugs is not None else SlugOwners(LazyBucket(log.nc, SLUGS, stream=log.stream, replicas=log.spec.replicas))
+        self._slugs = slugs if slugs is not None else slug_owners(log)
         self._states: OrderedDict[str, ClaimState] = OrderedDict()
         self._cached_claims = cached_claims
         self._claim_turns: dict[str, _ClaimTurn] = {}
@@ -133,11 +135,20 @@ class CommandService:
         try:
             return await self._attempts(command, actor, event_id, earlier, existing, expected_version, slug)
         except Rejected:
-            # Refused, so not stored: the slug is free again. (A log error leaves it taken: the draft may
-            # be stored, and a retry of the same draft finds the slug its own.)
-            if slug.taken:
+            if slug.taken:  # refused, so not stored: the slug is free again
                 await self._slugs.give_back(slug.slug, command.claim_id)
             raise
+        except LogError:
+            if slug.taken:
+                await self._give_back_unless_stored(slug.slug, command.claim_id)
+            raise
+
+    async def _give_back_unless_stored(self, slug: str, claim_id: str) -> None:
+        """After a failed append, free the slug if the log says the draft is not there. When the log cannot
+        say either, the reservation stays: it lapses (services/commands/slugs.py) unless the draft landed."""
+        with contextlib.suppress(LogError, TimeoutError, nats.errors.Error):
+            if not await has_events(self._log, claim_id):
+                await self._slugs.give_back(slug, claim_id)
 
     async def _attempts(self, command, actor, event_id, earlier, existing, expected_version, slug: _Slug) -> Outcome:
         # A cached state is used as it is: the append's expected sequence catches a claim that moved
