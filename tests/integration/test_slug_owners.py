@@ -3,20 +3,28 @@ long, a refused draft frees its slug, and the bucket of owners is rebuilt from t
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
+from events import Actor
 from events.envelope import utc_now
+from services.actors import ActorStore
 from services.commands import Rejected, parse_command
 from services.commands.service import CommandService
 from services.commands.shared_state import bucket_name
 from services.commands.slug_rebuild import rebuild_slugs
 from services.commands.slugs import RESERVATION_SECONDS, SLUGS, slug_owners
+from services.ingest.pages import sample_pages
 from services.log import ClaimLog, PublishError
 from services.log.buckets import bucket_keys, bucket_stream
 from tests.conftest import random_claim_id
+from tests.integration.audit_log import claimlog
 from tests.integration.command_api import ACTORS, draft
+
+BOT = Actor(id="ingest-bot", kind="model", model="pipeline-2")
 
 
 class RefusingLog(ClaimLog):
@@ -84,3 +92,38 @@ async def test_rebuilding_the_slugs_from_the_log_gives_the_same_bucket(claim_log
     await claim_log.nc.jetstream().delete_stream(bucket_stream(bucket_name(SLUGS, claim_log.stream)))
     assert await rebuild_slugs(claim_log, slug_owners(claim_log)) == len(claims)
     assert await bucket_contents(claim_log) == before
+
+
+async def test_ingested_pages_record_their_slugs_so_the_api_refuses_a_second_claim_with_one(claim_log: ClaimLog, nats_url: str, tmp_path: Path):
+    page = sample_pages()[0]
+    slug, owner = page.read_text().split(" ", 1)[0], page.stem
+    done = claimlog("ingest", str(page), nats_url=nats_url, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    with pytest.raises(Rejected) as taken:
+        await CommandService(claim_log).execute(drafting(random_claim_id(), slug), ACTORS["grace"])
+    assert taken.value.reason == "slug_taken" and f"slug {slug!r} belongs to {owner}" in taken.value.message
+    # And a page whose slug a claim drafted through the API holds is refused, naming the file and the owner.
+    other = tmp_path / "CLM-7777.txt"
+    other.write_text(page.read_text().replace(owner, "CLM-7777", 1))
+    api_claim = random_claim_id()
+    await CommandService(claim_log).execute(drafting(api_claim, "api-first"), ACTORS["ada"])
+    other.write_text(other.read_text().replace(slug, "api-first", 1))
+    refused = claimlog("ingest", str(other), nats_url=nats_url, cwd=tmp_path)
+    assert refused.returncode == 1 and f"slug 'api-first' belongs to {api_claim}" in refused.stderr, refused.stderr
+    assert not await claim_log.read_claim("CLM-7777")
+
+
+async def test_ingested_json_lines_record_their_slugs_so_the_api_refuses_a_second_claim_with_one(claim_log: ClaimLog, nats_url: str, tmp_path: Path):
+    token = (await (await ActorStore.open(claim_log.nc, create=True)).issue(BOT))[0]
+    first, second, api_claim = random_claim_id(), random_claim_id(), random_claim_id()
+    await CommandService(claim_log).execute(drafting(api_claim, f"api-{api_claim.lower()}"), ACTORS["ada"])
+    lines = [{"command": "draft_claim", **draft(first), "slug": f"bulk-{first.lower()}"},
+             {"command": "draft_claim", **draft(second), "slug": f"api-{api_claim.lower()}"}]
+    path = tmp_path / "commands.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = claimlog("ingest", str(path), nats_url=nats_url, cwd=tmp_path, token=token)
+    assert done.returncode == 1 and "1 accepted" in done.stderr, done.stderr
+    assert f"line 2 slug_taken: slug 'api-{api_claim.lower()}' belongs to {api_claim}" in done.stderr
+    with pytest.raises(Rejected) as taken:
+        await CommandService(claim_log).execute(drafting(random_claim_id(), f"bulk-{first.lower()}"), ACTORS["grace"])
+    assert taken.value.reason == "slug_taken" and first in taken.value.message
