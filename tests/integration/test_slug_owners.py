@@ -13,11 +13,14 @@ from events import Actor
 from events.envelope import utc_now
 from services.actors import ActorStore
 from services.commands import Rejected, parse_command
+from services.commands.bulk import BulkIngest
+from services.commands.bulk_lines import read_commands
 from services.commands.service import CommandService
 from services.commands.shared_state import bucket_name
 from services.commands.slug_rebuild import rebuild_slugs
 from services.commands.slugs import RESERVATION_SECONDS, SLUGS, slug_owners
-from services.ingest.pages import sample_pages
+from services.ingest.page_batches import import_pages
+from services.ingest.pages import read_page, sample_pages
 from services.log import ClaimLog, PublishError
 from services.log.buckets import bucket_keys, bucket_stream
 from tests.conftest import random_claim_id
@@ -77,7 +80,7 @@ async def test_a_reservation_whose_claim_has_no_draft_blocks_no_one_once_it_laps
 
 
 @pytest.mark.private_nats
-async def test_rebuilding_the_slugs_from_the_log_gives_the_same_bucket(claim_log: ClaimLog):
+async def test_rebuilding_the_slugs_from_the_log_gives_the_same_bucket(claim_log: ClaimLog, tmp_path: Path):
     service = CommandService(claim_log)
     claims = [random_claim_id() for _ in range(5)]
     for claim in claims:
@@ -86,11 +89,17 @@ async def test_rebuilding_the_slugs_from_the_log_gives_the_same_bucket(claim_log
         await service.execute(drafting(random_claim_id(), f"rebuilt-{claims[0].lower()}"), ACTORS["grace"])
     with pytest.raises(Rejected):  # refused for another reason: its slug is given back
         await service.execute(drafting(claims[1], "given-back"), ACTORS["ada"])
+    bulk = [random_claim_id() for _ in range(3)]
+    path = tmp_path / "commands.jsonl"
+    path.write_text("".join(json.dumps({"command": "draft_claim", **draft(claim)}) + "\n" for claim in [*bulk, claims[2]]))
+    lines, _ = read_commands(path, BOT)
+    assert len((await BulkIngest(claim_log, BOT).run(lines)).rejected) == 1  # claims[2] is drafted already
+    await import_pages(claim_log, [read_page(page) for page in sample_pages()])
     before = await bucket_contents(claim_log)
-    assert before == {f"rebuilt-{claim.lower()}": claim for claim in claims}
+    assert set(before.values()) == {*claims, *bulk, *(page.stem for page in sample_pages())}
 
     await claim_log.nc.jetstream().delete_stream(bucket_stream(bucket_name(SLUGS, claim_log.stream)))
-    assert await rebuild_slugs(claim_log, slug_owners(claim_log)) == len(claims)
+    assert await rebuild_slugs(claim_log, slug_owners(claim_log)) == len(before)
     assert await bucket_contents(claim_log) == before
 
 
