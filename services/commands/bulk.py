@@ -30,7 +30,6 @@ for them first, so a later line never makes an earlier reference hold.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import heapq
 import itertools
@@ -39,8 +38,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-
-import nats.errors
 
 from events import Actor, Event, encode
 from events.envelope import utc_now
@@ -137,8 +134,7 @@ class BulkIngest:
         finally:
             for _, fetching in self._coming:
                 fetching.cancel()
-            with contextlib.suppress(LogError, TimeoutError, nats.errors.Error):  # if not, they lapse
-                await self._slugs.give_back_many(self._slugs_taken)  # their drafts did not land
+            await self._slugs.give_back_many(self._slugs_taken)  # those whose drafts the log does not hold
         self.report.rejected.sort(key=lambda e: e.number)
         return self.report
 

@@ -21,14 +21,11 @@ busy claim is not read in full for each of its commands.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-
-import nats.errors
 
 from events import Actor, Event, new_event_id
 from events.envelope import utc_now
@@ -139,16 +136,9 @@ class CommandService:
                 await self._slugs.give_back(slug.slug, command.claim_id)
             raise
         except LogError:
-            if slug.taken:
-                await self._give_back_unless_stored(slug.slug, command.claim_id)
+            if slug.taken:  # the append failed: perhaps stored all the same, so the log is asked first
+                await self._slugs.give_back_unless_drafted(slug.slug, command.claim_id)
             raise
-
-    async def _give_back_unless_stored(self, slug: str, claim_id: str) -> None:
-        """After a failed append, free the slug if the log says the draft is not there. When the log cannot
-        say either, the reservation stays: it lapses (services/commands/slugs.py) unless the draft landed."""
-        with contextlib.suppress(LogError, TimeoutError, nats.errors.Error):
-            if not await has_events(self._log, claim_id):
-                await self._slugs.give_back(slug, claim_id)
 
     async def _attempts(self, command, actor, event_id, earlier, existing, expected_version, slug: _Slug) -> Outcome:
         # A cached state is used as it is: the append's expected sequence catches a claim that moved

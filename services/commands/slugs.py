@@ -6,9 +6,10 @@ in a key-value bucket (``services/commands/shared_state.py``) before the draft i
 of two drafts racing for one slug, in any processes, one gets it and the other is refused (409
 ``slug_taken``). A record is only a reservation until its draft lands:
 
-- a draft refused after reserving gives its slug back;
-- a reservation whose claim has no draft in the log blocks no one once it is ``RESERVATION_SECONDS``
-  old (by the server's time of the record): the next taker finds the owner's claim without a draft
+- a draft refused after reserving gives its slug back; after an append that failed, or a run that
+  ends with drafts that did not land, the slug is given back once the log says the draft is not there;
+- a reservation whose claim has no draft with the slug in the log blocks no one once it is
+  ``RESERVATION_SECONDS`` old (by the server's time of the record): the next taker finds no such draft
   in the log and takes the slug over by compare-and-set on the record's revision. Younger ones block,
   since their draft may still be on its way (an append in flight, a bulk batch waiting for its turn).
 
@@ -27,13 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+import nats.errors
 from nats.js.errors import APIError, KeyWrongLastSequenceError, NotFoundError
 
 from events.envelope import utc_now
 from services.commands.decide import Kind, Rejected
 from services.commands.shared_state import SLUGS, LazyBucket
-from services.commands.state import claim_state
-from services.log import ClaimLog
+from services.log import ClaimLog, LogError
 from services.log.batches import MAX_BATCH_EVENTS
 from services.log.buckets import bucket_stream, key_subject
 
@@ -66,7 +67,7 @@ class SlugOwners:
             held = await self.holder(slug)
             if held.claim_id == claim_id:
                 return claim_id, False
-            if held.claim_id is not None and not await self._lapsed(held):
+            if held.claim_id is not None and not await self._lapsed(slug, held):
                 return held.claim_id, False
             if await self._write(slug, claim_id, held.revision):
                 return claim_id, True
@@ -100,9 +101,21 @@ class SlugOwners:
             with contextlib.suppress(KeyWrongLastSequenceError):  # taken again meanwhile: not ours to free
                 await kv.delete(_key(slug), last=held.revision)
 
+    async def give_back_unless_drafted(self, slug: str, claim_id: str) -> None:
+        """Free a slug this claim took unless the log holds its draft with it (an append whose answer was
+        lost may have landed). When the log cannot say, the reservation stays and lapses if no draft comes."""
+        with contextlib.suppress(LogError, TimeoutError, nats.errors.Error):
+            if not await self.drafted_with(claim_id, slug):
+                await self.give_back(slug, claim_id)
+
     async def give_back_many(self, slugs: dict[str, str]) -> None:
-        """Free the slugs these claims took for drafts that did not land."""
-        await asyncio.gather(*(self.give_back(slug, claim_id) for slug, claim_id in slugs.items()))
+        """Free the slugs these claims took for drafts the log does not hold."""
+        await asyncio.gather(*(self.give_back_unless_drafted(slug, claim_id) for slug, claim_id in slugs.items()))
+
+    async def drafted_with(self, claim_id: str, slug: str) -> bool:
+        """Whether the log holds the claim's draft, and with this slug (a draft is a claim's first event)."""
+        stored = await self._log.read_claim(claim_id)
+        return bool(stored) and stored[0].event.type == "ClaimDrafted" and stored[0].event.slug == slug
 
     async def record(self, owners: dict[str, str]) -> None:
         """Write each slug's owner as it is, whatever the bucket held (a rebuild from the log)."""
@@ -124,11 +137,11 @@ class SlugOwners:
             return Holder(None, msg.seq, msg.time)
         return Holder((msg.data or b"").decode(), msg.seq, msg.time)
 
-    async def _lapsed(self, held: Holder) -> bool:
-        """Whether a reservation blocks no one any more: old enough, and its claim has no draft in the log."""
+    async def _lapsed(self, slug: str, held: Holder) -> bool:
+        """Whether a reservation blocks no one any more: old enough, and the log holds no draft of its claim with the slug."""
         if held.at is None or (self._clock() - held.at).total_seconds() < RESERVATION_SECONDS:
             return False
-        return not claim_state(held.claim_id, await self._log.read_claim(held.claim_id)).drafted
+        return not await self.drafted_with(held.claim_id, slug)
 
     async def _write(self, slug: str, claim_id: str, revision: int) -> bool:
         """Record ``claim_id`` as the slug's owner if the record is still at ``revision`` (compare-and-set)."""

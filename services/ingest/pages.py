@@ -99,8 +99,8 @@ async def import_page(
             return PageOutcome(page.path, page.claim_id, 0 if appended.duplicate else len(events), appended.last_seq)
         raise ConflictError(page.claim_id, head_seq, f"other writers moved it during all {CONFLICT_RETRIES} attempts")
     finally:
-        if took:
-            await slugs.give_back(page.slug, page.claim_id)
+        if took:  # not stored, or an append failed: given back unless the log holds the draft
+            await slugs.give_back_unless_drafted(page.slug, page.claim_id)
 
 
 def drafts(events: list) -> bool:

@@ -37,6 +37,14 @@ class RefusingLog(ClaimLog):
         raise PublishError(f"no responders: the append to {claim_id} was not stored (503)")
 
 
+class LostAnswerLog(ClaimLog):
+    """A log that stores every append but whose answer is lost on the way back."""
+
+    async def append(self, claim_id, events, **kwargs):
+        await super().append(claim_id, events, **kwargs)
+        raise PublishError(f"the append to {claim_id} was not acknowledged in time")
+
+
 def drafting(claim_id: str, slug: str):
     return parse_command({"command": "draft_claim", **draft(claim_id), "slug": slug})
 
@@ -62,6 +70,16 @@ async def test_a_draft_the_log_refuses_after_its_slug_was_taken_leaves_the_slug_
     assert stored.claim_id == second and (await slug_owners(claim_log).holder(slug)).claim_id == second
 
 
+async def test_a_draft_stored_whose_answer_was_lost_keeps_its_slug(claim_log: ClaimLog):
+    first, second = random_claim_id(), random_claim_id()
+    slug = f"lost-{first.lower()}"
+    with pytest.raises(PublishError):
+        await CommandService(LostAnswerLog(claim_log.nc, claim_log.spec)).execute(drafting(first, slug), ACTORS["ada"])
+    with pytest.raises(Rejected) as taken:
+        await CommandService(claim_log, slugs=slug_owners(claim_log, clock=later())).execute(drafting(second, slug), ACTORS["grace"])
+    assert taken.value.reason == "slug_taken" and first in taken.value.message
+
+
 async def test_a_reservation_whose_claim_has_no_draft_blocks_no_one_once_it_lapses(claim_log: ClaimLog):
     dead, taker, drafted, late = (random_claim_id() for _ in range(4))
     slug, kept = f"orphan-{dead.lower()}", f"kept-{drafted.lower()}"
@@ -72,10 +90,14 @@ async def test_a_reservation_whose_claim_has_no_draft_blocks_no_one_once_it_laps
     afterwards = CommandService(claim_log, slugs=slug_owners(claim_log, clock=later()))
     assert (await afterwards.execute(drafting(taker, slug), ACTORS["grace"])).claim_id == taker
     assert (await slug_owners(claim_log).holder(slug)).claim_id == taker
-    # A reservation whose claim has its draft in the log never lapses.
+    # A reservation of a claim drafted with another slug lapses too.
+    other = f"other-{drafted.lower()}"
     await CommandService(claim_log).execute(drafting(drafted, kept), ACTORS["ada"])
+    assert await slug_owners(claim_log).take(other, drafted) == (drafted, True)
+    assert (await afterwards.execute(drafting(late, other), ACTORS["grace"])).claim_id == late
+    # A reservation whose claim has its draft in the log never lapses.
     with pytest.raises(Rejected) as owned:
-        await afterwards.execute(drafting(late, kept), ACTORS["grace"])
+        await afterwards.execute(drafting(random_claim_id(), kept), ACTORS["grace"])
     assert owned.value.reason == "slug_taken" and drafted in owned.value.message
 
 
