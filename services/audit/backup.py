@@ -1,19 +1,23 @@
 """``claimlog backup DIR`` and ``claimlog restore DIR``: everything of a registry that no replay can rebuild.
 
-A backup directory holds:
+A backup is taken at one point of the log: its head as the backup starts. A directory holds:
 
-- ``log.jsonl``: the log, as ``claimlog export`` writes it (each event's exact bytes, hash, sequence,
-  store time and message id), restored by the same checked, byte-for-byte import;
+- ``log.jsonl``: the log up to that head, as ``claimlog export`` writes it (each event's exact bytes,
+  hash, sequence, store time and message id), restored by the same checked, byte-for-byte import;
 - ``buckets/<bucket>.snapshot`` and ``buckets/<bucket>.json``: the server's own snapshot of each of the
-  registry's key-value buckets (the token store ``claimlog_actors``, and every other ``claimlog_<name>``
-  bucket of the registry, such as its key registry) with the bucket's config and state: every
-  revision, deleted ones too, at its sequence and time;
+  registry's key-value buckets not derived from the log (the token store ``claimlog_actors``, and every
+  other ``claimlog_<name>`` bucket of the registry, such as its key registry) with the bucket's config
+  and state: every revision, deleted ones too, at its sequence and time. They are not the log's, so
+  each is taken at a moment of its own: the manifest records the head of the log as it was taken;
 - ``keys/``: copies of private key files named to it (the process's CLAIMLOG_SIGNING_KEY, and any other
   ``--key``), each with the path it came from, put back there by a restore where it is missing;
 - ``manifest.json``, written last: the registry (stream, subject prefix, partitions), the head of the
-  log, the buckets, the keys, and when. A directory without it is an unfinished backup and is not restored.
+  log (the last sequence in ``log.jsonl``), the buckets and the log's head as each was taken, the keys,
+  and when. A directory without it is an unfinished backup and is not restored.
 
-Not kept: the read models (a replay rebuilds them), the partition leases (``claimlog-leases``: which
+Not kept: what is derived from the log: the read models (a replay rebuilds them) and the slugs' owners
+(``claimlog_slugs``, rebuilt from the restored log: a copy taken at another moment would name claims
+the restored log does not hold); the partition leases (``claimlog-leases``: which
 worker holds which partition, each for seconds; restored, they would name workers that are gone, and
 the workers take the partitions anew), and consumers (made by the projector as it starts).
 """
@@ -30,6 +34,9 @@ from pathlib import Path
 
 from services.actors import actors_bucket
 from services.audit.export import ImportRefused, export_log, import_file, read_export
+from services.commands.shared_state import SLUGS, LazyBucket, bucket_name
+from services.commands.slug_rebuild import rebuild_slugs
+from services.commands.slugs import SlugOwners
 from services.log import ClaimLog
 from services.log.snapshot import restore_stream, snapshot_stream
 
@@ -54,14 +61,21 @@ class Backup:
     head: int
     buckets: tuple[str, ...]
     keys: tuple[str, ...] = ()
+    slugs: int = 0  # the slugs' owners a restore rebuilt from the log
 
 
 def registry_buckets(bucket_names: list[str], stream: str) -> list[str]:
-    """The key-value buckets of the registry on ``stream``: named like its token store, ``claimlog_<name>``
-    (``claimlog_<name>_<stream>`` for a registry on another stream than the default)."""
+    """The key-value buckets of the registry on ``stream`` that the log does not derive: named like its
+    token store, ``claimlog_<name>`` (``claimlog_<name>_<stream>`` for a registry on another stream than
+    the default), but for the slugs' owners."""
     suffix = actors_bucket(stream).removeprefix("claimlog_actors")
     pattern = re.compile(rf"claimlog_[a-z0-9]+{re.escape(suffix)}")
-    return sorted(name for name in bucket_names if pattern.fullmatch(name))
+    return sorted(name for name in bucket_names if pattern.fullmatch(name) and name not in derived_buckets(stream))
+
+
+def derived_buckets(stream: str) -> set[str]:
+    """The buckets of the registry on ``stream`` rebuilt from its log: never restored from a copy."""
+    return {bucket_name(SLUGS, stream)}
 
 
 async def server_buckets(claim_log: ClaimLog) -> list[str]:
@@ -82,15 +96,17 @@ async def backup(
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     directory.chmod(0o700)
     head = await claim_log.head()
-    with _private(directory / LOG_FILE) as out:
-        events = await export_log(claim_log, out, progress=log_progress)
     buckets = registry_buckets(await server_buckets(claim_log), claim_log.stream)
     (directory / BUCKETS_DIR).mkdir(mode=0o700)
+    taken_at = {}
     for bucket in buckets:
+        taken_at[bucket] = await claim_log.head()
         meta = await snapshot_stream(claim_log.nc, f"{KV_PREFIX}{bucket}", directory / BUCKETS_DIR / f"{bucket}.snapshot",
                                      progress=bucket_progress)
         with _private(directory / BUCKETS_DIR / f"{bucket}.json") as out:
             json.dump(meta, out, indent=1)
+    with _private(directory / LOG_FILE) as out:
+        events = await export_log(claim_log, out, progress=log_progress, up_to_seq=head)
     kept_keys = _copy_keys(keys, directory)
     manifest = {
         "format": FORMAT,
@@ -100,6 +116,7 @@ async def backup(
         "events": events,
         "head": head,
         "buckets": buckets,
+        "buckets_taken_at_head": taken_at,
         "keys": kept_keys,
         "made_at": datetime.datetime.now(datetime.UTC).isoformat(),
     }
@@ -131,9 +148,9 @@ async def restore(
     bucket_progress: Progress | None = None,
 ) -> Backup:
     """Restore a backup into a registry that holds nothing yet: its buckets as they were (with ``replicas``
-    copies each), then its log, byte for byte at its sequences. Everything is checked before anything is
-    written: the manifest, every line of the log, the registry's stream and that the stream and the
-    buckets are empty."""
+    copies each), then its log, byte for byte at its sequences, then what derives from the log (the
+    slugs' owners, rebuilt from it). Everything is checked before anything is written: the manifest,
+    every line of the log, the registry's stream and that the stream and the buckets are empty."""
     manifest = read_manifest(directory)
     if manifest["stream"] != claim_log.stream:
         raise BackupRefused(
@@ -146,10 +163,12 @@ async def restore(
         raise ImportRefused(f"stream {claim_log.stream} is not empty: a backup restores into an empty registry only")
     existing = set(await server_buckets(claim_log))
     js = claim_log.nc.jetstream()
-    for bucket in manifest["buckets"]:
+    derived = derived_buckets(claim_log.stream)
+    restored = [bucket for bucket in manifest["buckets"] if bucket not in derived]  # a backup made before they were left out
+    for bucket in [*restored, *derived]:
         if bucket in existing and (await js.stream_info(f"{KV_PREFIX}{bucket}")).state.messages:
             raise ImportRefused(f"bucket {bucket} is not empty: a backup restores into an empty registry only")
-    for bucket in manifest["buckets"]:
+    for bucket in restored:
         if bucket in existing:
             await js.delete_stream(f"{KV_PREFIX}{bucket}")  # empty: made by a start before the restore
         meta = json.loads((directory / BUCKETS_DIR / f"{bucket}.json").read_text())
@@ -157,11 +176,12 @@ async def restore(
         await restore_stream(claim_log.nc, meta, directory / BUCKETS_DIR / f"{bucket}.snapshot", progress=bucket_progress)
     if events:
         await import_file(claim_log, directory / LOG_FILE, progress=log_progress)
+    slugs = await rebuild_slugs(claim_log, SlugOwners(LazyBucket(claim_log.nc, SLUGS, stream=claim_log.stream, replicas=replicas), claim_log))
     for path, data in keys:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with _private(path, binary=True) as out:
             out.write(data)
-    return Backup(events, manifest["head"], tuple(manifest["buckets"]), tuple(str(path) for path, _ in keys))
+    return Backup(events, manifest["head"], tuple(restored), tuple(str(path) for path, _ in keys), slugs)
 
 
 def _check_keys(key_files: list[Path]) -> list[Path]:

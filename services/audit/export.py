@@ -68,10 +68,12 @@ def export_line(stored: StoredEvent) -> str:
 
 
 async def export_log(
-    claim_log: ClaimLog, out: TextIO, *, claim_id: str | None = None, progress: Progress | None = None
+    claim_log: ClaimLog, out: TextIO, *, claim_id: str | None = None, progress: Progress | None = None,
+    up_to_seq: int | None = None,
 ) -> int:
-    """Write every stored event (or one claim's) up to the current head, in log order; returns how many."""
-    head = await claim_log.head()
+    """Write every stored event (or one claim's) up to ``up_to_seq`` (else the current head), in log order;
+    returns how many."""
+    head = await claim_log.head() if up_to_seq is None else up_to_seq
     written = 0
     async for page in _pages(claim_log, head, claim_id):
         for stored in page:

@@ -78,7 +78,7 @@ async def _restore(settings: Settings, directory: Path) -> int:
             console.print(f"[red]restore failed[/red]: {error} (the stream now ends at {await claim_log.head()})")
             return 1
     console.print(f"restored {restored.events} events and the buckets {', '.join(restored.buckets) or '(none)'}"
-                  f"{_keys(restored.keys)} from {directory}", highlight=False)
+                  f"{_keys(restored.keys)} from {directory}; the owners of {restored.slugs} slugs rebuilt from the log", highlight=False)
     return 0
 
 

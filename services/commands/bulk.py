@@ -17,6 +17,11 @@ goes out again. A line refused this way ``CONFLICT_RETRIES`` times is reported a
 Re-running a file publishes nothing new: event ids come from the lines (``bulk_lines``), and a line
 whose event is already in the claim's history counts as already present.
 
+A draft's slug is taken for its claim before the draft is decided (``services/commands/slugs.py``),
+with the claims of its span of lines, a thousand slugs to one atomic batch on the bucket: a draft whose
+slug belongs to another claim is refused (``slug_taken``), and the slugs of drafts that did not land are
+given back when the run ends.
+
 A reference to another claim (``superseded_by``, ``related_claim_id``) holds once that claim has an
 acknowledged event: a line referring to a claim whose events still wait for an acknowledgement waits
 for them first, so a later line never makes an earlier reference hold.
@@ -47,6 +52,7 @@ from services.commands.decide import (
     sound_time_and_actor,
 )
 from services.commands.service import already_done
+from services.commands.slugs import slug_owners
 from services.log import ClaimLog, LogError, event_hash
 from services.log.batches import (
     ACK_TIMEOUT,
@@ -105,6 +111,9 @@ class BulkIngest:
         # its first batch, expecting none, is refused and the claim read. The first such refusal ends
         # the taking for the rest of the run (a re-run, or a file of claims the log holds).
         self._presume_new = True
+        self._slugs = slug_owners(log)
+        self._slug_owners: dict[str, str] = {}  # claim -> the owner of its draft's slug, for the drafts read ahead
+        self._slugs_taken: dict[str, str] = {}  # slugs this run took whose drafts are not acknowledged yet
         self.report = BulkReport()
 
     async def run(self, items: Iterable[Parsed | Line | LineError]) -> BulkReport:
@@ -125,6 +134,7 @@ class BulkIngest:
         finally:
             for _, fetching in self._coming:
                 fetching.cancel()
+            await self._slugs.give_back_many(self._slugs_taken)  # those whose drafts the log does not hold
         self.report.rejected.sort(key=lambda e: e.number)
         return self.report
 
@@ -162,7 +172,7 @@ class BulkIngest:
         self._reading.extend(itertools.islice(source, count))
 
     def _fetching(self, lines: list[Parsed | Line | LineError]) -> tuple[list, asyncio.Future]:
-        claims, new = set(), set()
+        claims, new, drafts = set(), set(), []
         for item in lines:
             if not isinstance(item, LineError):
                 command = item.command
@@ -170,15 +180,34 @@ class BulkIngest:
                     claims.add(command.claim_id)
                     if command.command == "draft_claim" and self._presume_new:
                         new.add(command.claim_id)  # its lines start with its draft: taken to be a new claim
-                if command.command in REFERENCES:  # a few lines: the rest skip the call
+                if command.command == "draft_claim":
+                    drafts.append((command.claim_id, command.slug))
+                elif command.command in REFERENCES:  # a few lines: the rest skip the call
                     claims.update(referenced_claims(command))
         before = self._coming[-1][1] if self._coming else None
-        return lines, asyncio.ensure_future(self._fetch(before, claims, new))
+        return lines, asyncio.ensure_future(self._fetch(before, claims, new, drafts))
 
-    async def _fetch(self, before: asyncio.Future | None, claims: set[str], new: set[str]) -> None:
+    async def _fetch(self, before: asyncio.Future | None, claims: set[str], new: set[str], drafts: list[tuple[str, str]]) -> None:
         if before is not None:
             await asyncio.wait([before])  # the claim cache fetches one span's claims at a time
         await self._claims.prefetch(claims, new=new)
+        await self._take_slugs(drafts)
+
+    async def _take_slugs(self, drafts: list[tuple[str, str]]) -> None:
+        """Take the slugs of the span's drafts for their claims (of two claims with one slug, the first),
+        in batches; each draft is decided against its slug's owner. A claim drafted already takes nothing:
+        its draft line is refused, or found present, anyway."""
+        wanted: dict[str, str] = {}
+        for claim_id, slug in drafts:
+            if not self._claims.drafted(claim_id):
+                wanted.setdefault(slug, claim_id)
+        if not wanted:
+            return
+        owners, taken = await self._slugs.take_many(wanted)
+        self._slugs_taken.update((slug, wanted[slug]) for slug in taken)
+        for claim_id, slug in drafts:
+            if slug in owners:
+                self._slug_owners[claim_id] = owners[slug]
 
     def _take_held(self, item: Parsed | Line) -> bool:
         """Decide a line at once when its claim is held and it names no other claim (most lines); False
@@ -222,8 +251,10 @@ class BulkIngest:
             if now is None:
                 now = round_.now = self._clock()
                 round_.sound = sound_time_and_actor(now, self._actor)
+            command = line.command
+            owner = self._slug_owners.get(command.claim_id) if command.command == "draft_claim" else None
             # Context(actor, event_id, now, correlation_id, existing_claims, prev_hash, slug_owner, sound), built as the tuple it is
-            ctx = tuple.__new__(Context, (self._actor, line.event_id, now, None, existing, state.head_hash, None, round_.sound))
+            ctx = tuple.__new__(Context, (self._actor, line.event_id, now, None, existing, state.head_hash, owner, round_.sound))
             [event] = decide(line.command, state, ctx)
         except Rejected as rejected:
             round_.lines.append(line)
@@ -319,8 +350,19 @@ class BulkIngest:
         if self._attempts:
             for line in done.lines:
                 self._attempts.pop(line.number, None)
+        self._settle_slugs(done)
         if done.lines:  # one round's lines at once: the progress bar advances once a batch
             self._on_line(len(done.lines))
+
+    def _settle_slugs(self, done: Round) -> None:
+        """A draft acknowledged keeps its slug for good; a refused one's slug is given back as the run ends."""
+        for line in done.lines:
+            command = line.command
+            if command.command == "draft_claim":
+                self._slug_owners.pop(command.claim_id, None)
+                share = done.shares.get(command.claim_id)
+                if share is not None and share.linked[0][0].type == "ClaimDrafted" and self._slugs_taken.get(command.slug) == command.claim_id:
+                    del self._slugs_taken[command.slug]
 
     def _finish_line(self, number: int, outcome: Event | str | LineError) -> None:
         self._attempts.pop(number, None)

@@ -96,6 +96,11 @@ class ClaimCache:
         state = claim_state(claim_id, stored)
         self._slots[claim_id] = ClaimSlot(state, state.head_seq, copies=slot.copies if slot else Counter(), presumed=presumed)
 
+    def drafted(self, claim_id: str) -> bool:
+        """Whether the claim is held and drafted (a claim not held is taken to be not drafted)."""
+        slot = self._slots.get(claim_id)
+        return slot is not None and not slot.stale and slot.state.drafted
+
     def hold(self, claim_id: str, slot: ClaimSlot) -> None:
         """Keep a slot that has just got events waiting (reading other claims may have pushed it out)."""
         if claim_id not in self._slots:

@@ -20,6 +20,7 @@ from services.commands.attempts import existing_claims, has_events, until_stored
 from services.commands.bulk_lines import BulkReport, Line, LineError
 from services.commands.decide import Context, Rejected, decide, referenced_claims
 from services.commands.service import already_done
+from services.commands.slugs import slug_owners
 from services.commands.state import ClaimState, claim_state
 from services.log import ClaimLog, ConflictError, LogError, Pipeline
 
@@ -35,6 +36,9 @@ class PipelinedIngest:
         self._known: dict[str, bool] = {}
         self._drafted_at: dict[str, int] = {}
         self._start_head = 0
+        self._slugs = slug_owners(log)
+        self._slug_owners: dict[str, str] = {}  # claim -> the owner of its draft's slug
+        self._slugs_taken: dict[str, str] = {}  # slugs this run took whose drafts are not stored yet
         self.report = report or BulkReport()
 
     async def run(self, lines: list[Line]) -> BulkReport:
@@ -46,6 +50,7 @@ class PipelinedIngest:
                 self._drafted_at.setdefault(line.command.claim_id, line.number)
         self.report.lines += len(lines)
         self._start_head = await self._log.head()
+        await self._take_slugs(lines)
         queue = iter(by_claim.items())
         async with self._log.pipeline(window=self._window) as pipeline:
             workers = [asyncio.create_task(self._worker(queue, pipeline)) for _ in range(min(self._window, len(by_claim)))]
@@ -54,8 +59,19 @@ class PipelinedIngest:
             finally:
                 for worker in workers:
                     worker.cancel()
+                await self._slugs.give_back_many(self._slugs_taken)  # their drafts were not stored
         self.report.rejected.sort(key=lambda e: e.number)
         return self.report
+
+    async def _take_slugs(self, lines: list[Line]) -> None:
+        """Take every draft's slug for its claim (of two claims with one slug, the first), in batches."""
+        drafts = [(line.command.claim_id, line.command.slug) for line in lines if line.command.command == "draft_claim"]
+        wanted: dict[str, str] = {}
+        for claim_id, slug in drafts:
+            wanted.setdefault(slug, claim_id)
+        owners, taken = await self._slugs.take_many(wanted)
+        self._slugs_taken = {slug: wanted[slug] for slug in taken}
+        self._slug_owners = {claim_id: owners[slug] for claim_id, slug in drafts}
 
     async def _worker(self, queue: Iterator[tuple[str, list[Line]]], pipeline: Pipeline) -> None:
         for claim_id, lines in queue:
@@ -78,7 +94,8 @@ class PipelinedIngest:
                 return
             others = referenced_claims(command)
             existing = await existing_claims(others, partial(self._exists_before, before=line.number))
-            ctx = Context(self._actor, line.event_id, self._clock(), existing_claims=existing, prev_hash=state.head_hash)
+            owner = self._slug_owners.get(command.claim_id) if command.command == "draft_claim" else None
+            ctx = Context(self._actor, line.event_id, self._clock(), existing_claims=existing, prev_hash=state.head_hash, slug_owner=owner)
             events = decide(command, state, ctx)
         except Rejected as rejected:
             self._reject(line, rejected.reason, rejected.message)
@@ -92,6 +109,8 @@ class PipelinedIngest:
             return
         [event] = events  # every command produces one event
         state.evolve(event, appended.last_seq, appended.last_hash)
+        if command.command == "draft_claim" and self._slugs_taken.get(command.slug) == command.claim_id:
+            del self._slugs_taken[command.slug]  # stored: the slug stays the claim's
         if appended.duplicate:
             self.report.present += 1
         else:

@@ -32,10 +32,9 @@ from events.envelope import utc_now
 from services.commands.attempts import ReadAgain, existing_claims, has_events, until_stored
 from services.commands.decide import Context, Kind, Rejected, decide, referenced_claims
 from services.commands.models import Command
-from services.commands.shared_state import SLUGS, LazyBucket
-from services.commands.slugs import SlugOwners
+from services.commands.slugs import SlugOwners, slug_owners
 from services.commands.state import ClaimState, claim_state
-from services.log import ClaimLog, ConflictError
+from services.log import ClaimLog, ConflictError, LogError
 
 CACHED_CLAIMS = 10_000
 IDEMPOTENCY_NAMESPACE = uuid.UUID("6f1c2a0e-3d4b-5c6d-8e9f-0a1b2c3d4e5f")
@@ -93,7 +92,7 @@ class CommandService:
     ) -> None:
         """``slugs``: where slugs' owners are kept; by default a bucket beside the log (services/commands/slugs.py)."""
         self._log, self._clock = log, clock
-        self._slugs = slugs if slugs is not None else SlugOwners(LazyBucket(log.nc, SLUGS, stream=log.stream, replicas=log.spec.replicas))
+        self._slugs = slugs if slugs is not None else slug_owners(log)
         self._states: OrderedDict[str, ClaimState] = OrderedDict()
         self._cached_claims = cached_claims
         self._claim_turns: dict[str, _ClaimTurn] = {}
@@ -133,10 +132,12 @@ class CommandService:
         try:
             return await self._attempts(command, actor, event_id, earlier, existing, expected_version, slug)
         except Rejected:
-            # Refused, so not stored: the slug is free again. (A log error leaves it taken: the draft may
-            # be stored, and a retry of the same draft finds the slug its own.)
-            if slug.taken:
+            if slug.taken:  # refused, so not stored: the slug is free again
                 await self._slugs.give_back(slug.slug, command.claim_id)
+            raise
+        except LogError:
+            if slug.taken:  # the append failed: perhaps stored all the same, so the log is asked first
+                await self._slugs.give_back_unless_drafted(slug.slug, command.claim_id)
             raise
 
     async def _attempts(self, command, actor, event_id, earlier, existing, expected_version, slug: _Slug) -> Outcome:

@@ -22,6 +22,7 @@ from nats.js.errors import BucketNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 
 from events.subjects import DEFAULT_STREAM
+from services.log.buckets import bucket_stream
 from services.log.replication import placed
 
 SLUGS = "claimlog_slugs"
@@ -42,7 +43,20 @@ async def open_bucket(nc: Client, kind: str, *, stream: str = DEFAULT_STREAM, re
     except (BucketNotFoundError, NotFoundError):
         config = KeyValueConfig(bucket=name, history=1, storage=StorageType.FILE, replicas=replicas, direct=True,
                                 description=f"claimlog: {DESCRIPTIONS[kind]}")
-        return await placed(lambda: js.create_key_value(config), what=f"bucket {name}", wanted=replicas)
+        kv = await placed(lambda: js.create_key_value(config), what=f"bucket {name}", wanted=replicas)
+        if kind == SLUGS:
+            await allow_batches(nc, name)
+        return kv
+
+
+async def allow_batches(nc: Client, bucket: str) -> None:
+    """Let the bucket take atomic batches: a bulk ingest takes a thousand slugs with one synced acknowledgement
+    (``services/commands/slugs.py``). Changing a bucket's stream is the admin's (or a process without roles)."""
+    js = nc.jetstream()
+    info = await js.stream_info(bucket_stream(bucket))
+    if not info.config.allow_atomic:
+        info.config.allow_atomic = True
+        await js.update_stream(info.config)
 
 
 class LazyBucket:
@@ -52,6 +66,11 @@ class LazyBucket:
         self._nc, self._kind, self._stream, self._replicas = nc, kind, stream, replicas
         self._kv: KeyValue | None = None
         self._lock = asyncio.Lock()
+
+    @property
+    def name(self) -> str:
+        """The bucket's name."""
+        return bucket_name(self._kind, self._stream)
 
     async def __call__(self) -> KeyValue:
         if self._kv is None:

@@ -5,7 +5,10 @@ Pages are taken a group at a time (each claim once in a group); their claims are
 page's missing events decided (``decide_import``) and chained, and the group's claims go out in
 batches of up to the server's limit, each claim's first event expecting the claim's last sequence.
 A batch refused because a claim moved meanwhile stores nothing: its pages are read and decided again,
-up to ``CONFLICT_RETRIES`` times; pages of batches that landed keep their outcome.
+up to ``CONFLICT_RETRIES`` times; pages of batches that landed keep their outcome. The slugs of a
+group's new claims are taken together (``services/commands/slugs.py``, one atomic batch on the bucket):
+a page whose slug belongs to another claim is refused, and the slugs of drafts that never landed are
+given back at the end.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from events import Actor, new_event_id
 from events.envelope import utc_now
 from projections.base import Record
 from projections.claim_page import fold
+from services.commands.slugs import SlugOwners, slug_owners
 from services.ingest.importer import PAGE_IMPORTER, ImportContext, decide_import
 from services.ingest.page_format import RegistryPage
-from services.ingest.pages import CONFLICT_RETRIES, PageOutcome, import_page
+from services.ingest.pages import CONFLICT_RETRIES, PageOutcome, drafts, import_page, slug_refused
 from services.log import ClaimLog
 from services.log.batches import (
     MAX_BATCH_EVENTS,
@@ -46,12 +50,39 @@ async def import_pages(
             on_page()
         return outcomes
     outcomes: dict[int, PageOutcome] = {}
-    async with AtomicBatches(log.nc, log.stream, layout=log.layout, signer=log.signer) as batches:
-        for group in _groups(list(enumerate(pages))):
-            for index, outcome in await _import_group(log, batches, group, actor, clock):
-                outcomes[index] = outcome
-                on_page()
+    slugs = _Slugs(slug_owners(log))
+    try:
+        async with AtomicBatches(log.nc, log.stream, layout=log.layout, signer=log.signer) as batches:
+            for group in _groups(list(enumerate(pages))):
+                for index, outcome in await _import_group(log, batches, group, actor, clock, slugs):
+                    outcomes[index] = outcome
+                    on_page()
+    finally:
+        await slugs.owners.give_back_many(slugs.taken)  # their drafts did not land
     return [outcomes[index] for index in range(len(pages))]
+
+
+class _Slugs:
+    """The slugs' owners, and the slugs this import took whose drafts have not landed yet."""
+
+    def __init__(self, owners: SlugOwners) -> None:
+        self.owners, self.taken = owners, {}
+
+    async def refused(self, decided) -> list[tuple[int, PageOutcome]]:
+        """Take the slugs of the pages that draft their claims; the pages whose slug another claim holds."""
+        new = [(index, page) for index, page, share in decided if share and drafts([share.linked[0][0]])]
+        wanted: dict[str, str] = {}
+        for _, page in new:
+            wanted.setdefault(page.slug, page.claim_id)
+        owners, taken = await self.owners.take_many(wanted)
+        self.taken.update((slug, wanted[slug]) for slug in taken)
+        return [(index, slug_refused(page, owners[page.slug])) for index, page in new if owners[page.slug] != page.claim_id]
+
+    def landed(self, chunk) -> None:
+        """The chunk's drafts are stored: their slugs stay their claims'."""
+        for _, page, share in chunk:
+            if share and self.taken.get(page.slug) == page.claim_id:
+                del self.taken[page.slug]
 
 
 def _groups(pages: list[tuple[int, RegistryPage]]) -> list[list[tuple[int, RegistryPage]]]:
@@ -63,11 +94,14 @@ def _groups(pages: list[tuple[int, RegistryPage]]) -> list[list[tuple[int, Regis
     return [group for group in groups if group]
 
 
-async def _import_group(log, batches: AtomicBatches, group, actor: Actor, clock) -> list[tuple[int, PageOutcome]]:
+async def _import_group(log, batches: AtomicBatches, group, actor: Actor, clock, slugs: _Slugs) -> list[tuple[int, PageOutcome]]:
     done: list[tuple[int, PageOutcome]] = []
     remaining = group
     for _ in range(CONFLICT_RETRIES):
         decided = await _decide(log, remaining, actor, clock)
+        refused = await slugs.refused(decided)
+        done.extend(refused)
+        decided = [item for item in decided if item[0] not in dict(refused)]
         remaining = []
         for chunk in _chunks(decided):
             shares = [share for _, _, share in chunk if share]
@@ -76,6 +110,7 @@ async def _import_group(log, batches: AtomicBatches, group, actor: Actor, clock)
             except BatchRefused:
                 remaining.extend((index, page) for index, page, _ in chunk)
                 continue
+            slugs.landed(chunk)
             done.extend(_outcomes(chunk, first))
         if not remaining:
             return done

@@ -13,6 +13,7 @@ from events import Actor, new_event_id
 from events.envelope import utc_now
 from projections.base import Record
 from projections.claim_page import fold
+from services.commands.slugs import slug_owners
 from services.ingest.importer import PAGE_IMPORTER, ImportContext, decide_import
 from services.ingest.page_format import PageFormatError, RegistryPage, parse_page
 from services.log import ClaimLog, ConflictError
@@ -73,18 +74,40 @@ def check_fields(page: RegistryPage, text: str) -> RegistryPage:
 async def import_page(
     log: ClaimLog, page: RegistryPage, *, actor: Actor = PAGE_IMPORTER, clock: Callable[[], datetime] = utc_now
 ) -> PageOutcome:
-    """Append what the log lacks of one page, retrying when another writer moved the claim meanwhile."""
-    for _ in range(CONFLICT_RETRIES):
-        stored = await log.read_claim(page.claim_id)
-        current = fold(Record(s.seq, s.stored_at, s.event) for s in stored)
-        ctx = ImportContext(actor=actor, now=clock(), correlation_id=new_event_id())
-        events = decide_import(page, current, ctx)
-        if not events:
-            return PageOutcome(page.path, page.claim_id, 0, stored[-1].seq if stored else None)
-        head_seq, head_hash = (stored[-1].seq, stored[-1].hash) if stored else (0, None)
-        try:
-            appended = await log.append(page.claim_id, events, expected_seq=head_seq, prev_hash=head_hash)
-        except ConflictError:
-            continue
-        return PageOutcome(page.path, page.claim_id, 0 if appended.duplicate else len(events), appended.last_seq)
-    raise ConflictError(page.claim_id, head_seq, f"other writers moved it during all {CONFLICT_RETRIES} attempts")
+    """Append what the log lacks of one page, retrying when another writer moved the claim meanwhile.
+    A page that drafts its claim takes its slug first, and gives it back when its draft is not stored."""
+    slugs, took = slug_owners(log), False
+    try:
+        for _ in range(CONFLICT_RETRIES):
+            stored = await log.read_claim(page.claim_id)
+            current = fold(Record(s.seq, s.stored_at, s.event) for s in stored)
+            ctx = ImportContext(actor=actor, now=clock(), correlation_id=new_event_id())
+            events = decide_import(page, current, ctx)
+            if not events:
+                return PageOutcome(page.path, page.claim_id, 0, stored[-1].seq if stored else None)
+            if drafts(events):
+                owner, taken = await slugs.take(page.slug, page.claim_id)
+                took = took or taken
+                if owner != page.claim_id:
+                    return slug_refused(page, owner)
+            head_seq, head_hash = (stored[-1].seq, stored[-1].hash) if stored else (0, None)
+            try:
+                appended = await log.append(page.claim_id, events, expected_seq=head_seq, prev_hash=head_hash)
+            except ConflictError:
+                continue
+            took = False  # stored: the slug stays the claim's
+            return PageOutcome(page.path, page.claim_id, 0 if appended.duplicate else len(events), appended.last_seq)
+        raise ConflictError(page.claim_id, head_seq, f"other writers moved it during all {CONFLICT_RETRIES} attempts")
+    finally:
+        if took:  # not stored, or an append failed: given back unless the log holds the draft
+            await slugs.give_back_unless_drafted(page.slug, page.claim_id)
+
+
+def drafts(events: list) -> bool:
+    """Whether a page's events draft its claim (a draft is a claim's first event)."""
+    return bool(events) and events[0].type == "ClaimDrafted"
+
+
+def slug_refused(page: RegistryPage, owner: str) -> PageOutcome:
+    """A page refused because another claim holds its slug (as the API refuses it: ``slug_taken``)."""
+    return PageOutcome(page.path, page.claim_id, 0, error=f"{page.path}:1: slug {page.slug!r} belongs to {owner}: choose another")

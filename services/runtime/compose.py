@@ -14,7 +14,7 @@ import nats.errors
 
 from events.subjects import LogLayout
 from services.actors import actors_bucket
-from services.commands.shared_state import DESCRIPTIONS, RATES, SLUGS, bucket_name, open_bucket
+from services.commands.shared_state import DESCRIPTIONS, RATES, SLUGS, allow_batches, bucket_name, open_bucket
 from services.keys import keys_bucket
 from services.log import ClaimLog, LogConfigError, NatsTls, StreamSpec, connect
 from services.log.durability import warn_if_server_not_synced
@@ -162,6 +162,7 @@ async def ensure_log(settings: Settings) -> None:
         for kind in (SLUGS, RATES):  # the writers share them but may not create them
             await open_bucket(claim_log.nc, kind, stream=claim_log.stream, replicas=claim_log.spec.replicas)
             buckets[bucket_name(kind, claim_log.stream)] = DESCRIPTIONS[kind]
+        await allow_batches(claim_log.nc, bucket_name(SLUGS, claim_log.stream))  # a bucket made before slugs went in batches
         await ensure_bucket_replicas(claim_log.nc, buckets, claim_log.spec.replicas)
         if claim_log.layout.partitioned:  # the workers' leases, with the lease time of CLAIMLOG_LEASE_SECONDS
             await ensure_leases(
