@@ -28,8 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from nats.js import JetStreamContext
+
 from services.actors import actors_bucket
-from services.audit.export import ImportRefused, export_log, import_file, read_export
+from services.audit.export import ImportRefused, export_log, import_file, read_export, resumable
 from services.log import ClaimLog
 from services.log.snapshot import restore_stream, snapshot_stream
 
@@ -54,6 +56,7 @@ class Backup:
     head: int
     buckets: tuple[str, ...]
     keys: tuple[str, ...] = ()
+    held: int = 0  # the events a restore that stopped half-way had stored, found to be the backup's and kept
 
 
 def registry_buckets(bucket_names: list[str], stream: str) -> list[str]:
@@ -133,7 +136,7 @@ async def restore(
     """Restore a backup into a registry that holds nothing yet: its buckets as they were (with ``replicas``
     copies each), then its log, byte for byte at its sequences. Everything is checked before anything is
     written: the manifest, every line of the log, the registry's stream and that the stream and the
-    buckets are empty."""
+    buckets are empty, or hold what a restore of this backup that stopped half-way wrote (it continues)."""
     manifest = read_manifest(directory)
     if manifest["stream"] != claim_log.stream:
         raise BackupRefused(
@@ -142,26 +145,43 @@ async def restore(
         )
     events = sum(1 for _ in read_export(directory / LOG_FILE))  # every line checked (its hash too) before writing
     keys = _keys_to_restore(directory, manifest)
-    if await claim_log.head():
-        raise ImportRefused(f"stream {claim_log.stream} is not empty: a backup restores into an empty registry only")
+    held = await resumable(claim_log, directory / LOG_FILE, count=events)  # a restore that stopped half-way continues
     existing = set(await server_buckets(claim_log))
     js = claim_log.nc.jetstream()
+    restored = [bucket for bucket in manifest["buckets"] if await _bucket_restored(js, bucket, directory, existing)]
     for bucket in manifest["buckets"]:
-        if bucket in existing and (await js.stream_info(f"{KV_PREFIX}{bucket}")).state.messages:
-            raise ImportRefused(f"bucket {bucket} is not empty: a backup restores into an empty registry only")
-    for bucket in manifest["buckets"]:
+        if bucket in restored:
+            continue
         if bucket in existing:
             await js.delete_stream(f"{KV_PREFIX}{bucket}")  # empty: made by a start before the restore
         meta = json.loads((directory / BUCKETS_DIR / f"{bucket}.json").read_text())
         meta["config"]["num_replicas"] = replicas
         await restore_stream(claim_log.nc, meta, directory / BUCKETS_DIR / f"{bucket}.snapshot", progress=bucket_progress)
-    if events:
-        await import_file(claim_log, directory / LOG_FILE, progress=log_progress)
+    if events > held:
+        await import_file(claim_log, directory / LOG_FILE, progress=log_progress, held=held)
     for path, data in keys:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with _private(path, binary=True) as out:
             out.write(data)
-    return Backup(events, manifest["head"], tuple(manifest["buckets"]), tuple(str(path) for path, _ in keys))
+    return Backup(events, manifest["head"], tuple(manifest["buckets"]), tuple(str(path) for path, _ in keys), held)
+
+
+async def _bucket_restored(js: JetStreamContext, bucket: str, directory: Path, existing: set[str]) -> bool:
+    """Whether the bucket holds the backup's revisions already (a restore that stopped after it); a missing or
+    empty one does not, and one holding anything else stops the restore before anything is written."""
+    if bucket not in existing:
+        return False
+    state = (await js.stream_info(f"{KV_PREFIX}{bucket}")).state
+    if not state.messages:
+        return False
+    kept = json.loads((directory / BUCKETS_DIR / f"{bucket}.json").read_text())["state"]
+    if (state.messages, state.first_seq, state.last_seq) == (kept["messages"], kept["first_seq"], kept["last_seq"]):
+        return True
+    raise ImportRefused(
+        f"bucket {bucket} is not empty and is not the backup's ({state.messages} revisions through {state.last_seq}, "
+        f"the backup's {kept['messages']} through {kept['last_seq']}): a backup restores into an empty registry, "
+        "or continues a restore of the same backup that stopped half-way"
+    )
 
 
 def _check_keys(key_files: list[Path]) -> list[Path]:
