@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 import time
@@ -77,11 +78,12 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=40_000)
     parser.add_argument("--claims", type=int, default=2_000)
     args = parser.parse_args()
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as home:
         single, clustered = asyncio.run(measure(Path(home), events=args.events, claims=args.claims))
     print(f"restore into one server           {single:9,.0f} events/s")
     print(f"restore into a three-node cluster {clustered:9,.0f} events/s (three copies)")
-    note = f"{args.events} events over {args.claims} claims taking turns, sync always"
+    note = f"{args.events} events over {args.claims} claims taking turns, sync always; load average {load:.1f} at the start"
     record("restore of the log into one server", single, unit="events/s", note=note)
     record("restore of the log into a three-node cluster", clustered, unit="events/s", peer=single,
            note=f"{note}; three copies; peer: into one server, same run")
