@@ -136,7 +136,7 @@ def import_(
     file: Annotated[Path, typer.Argument(help="A JSON Lines file written by `claimlog export`.", exists=True, dir_okay=False)],
     window: Annotated[int, typer.Option(min=1, max=4096, help="Events in flight at once.")] = 256,
 ) -> None:
-    """Restore an export into an EMPTY stream, byte for byte; checks the whole file first and publishes nothing if it is bad."""
+    """Restore an export into an EMPTY stream, byte for byte, or continue one that stopped; checks the whole file first and publishes nothing if it is bad."""
     raise typer.Exit(run(_import(command_settings(), file, window)))
 
 

@@ -94,14 +94,13 @@ class Republisher:
             headers["Nats-Msg-Id"] = event.msg_id
         if event.signature:
             headers.update(event.signature)
+        if not self._batch:  # a batch's first event, or each event when there are no batches
+            headers["Nats-Expected-Last-Sequence"] = str(seq - 1)
         if self._batch is not None:
-            if not self._batch:
-                headers["Nats-Expected-Last-Sequence"] = str(seq - 1)
             self._batch.append((subject, event.data, headers))
             if len(self._batch) == MAX_BATCH_EVENTS:
                 await self._send_batch()
             return seq
-        headers["Nats-Expected-Last-Sequence"] = str(seq - 1)
         await self._slots.acquire()
         await self._nc.publish(subject, event.data, reply=self._expect_ack(seq), headers=headers)
         return seq

@@ -14,14 +14,12 @@ from services.log.restore import Republisher
 from services.runtime.cluster import LocalCluster
 from services.runtime.embedded import EmbeddedNats
 from tests.cluster.test_backup import claimlog
-from tests.integration.long_log import write_interleaved
+from tests.conftest import random_claim_id
+from tests.integration.audit_log import publish_raw
+from tests.integration.restoring import exact, resume_command, write_interleaved
 from tests.integration.test_backup import whole_log
 
 pytestmark = pytest.mark.cluster
-
-
-def exact(stored) -> list[tuple]:
-    return [(s.seq, s.subject, s.data, s.msg_id, s.stored_at, s.signature) for s in stored]
 
 
 @pytest.fixture
@@ -84,4 +82,38 @@ async def test_one_publish_per_event_pipelined_into_a_three_replica_stream_witho
                 await republisher.publish(event)
     finally:
         await nc.close()
+    assert await stored(cluster) == log
+
+
+async def test_an_import_refused_half_way_into_three_replicas_resumes_to_an_exact_copy(cluster: LocalCluster, tmp_path: Path):
+    with EmbeddedNats(tmp_path / "single") as server:
+        nc = await connect(server.url_for("admin"))
+        try:
+            claim_log = ClaimLog(nc, StreamSpec("CLAIMS"))
+            await claim_log.ensure()
+            await write_interleaved(claim_log, rounds=7)
+            await publish_raw(server.url_for("admin"), f"claims.{random_claim_id()}.ClaimDrafted", b"x" * 20_000)  # sequence 1,401
+            await write_interleaved(claim_log, rounds=3)
+            log = exact(await whole_log(claim_log))
+        finally:
+            await nc.close()
+        exported = tmp_path / "log.jsonl"
+        assert claimlog("export", "--out", str(exported), url=server.url_for("admin"), cwd=tmp_path).returncode == 0
+    on_cluster = {"nats_tls_ca": str(cluster.tls.ca), "nats_replicas": "3"}
+    nc = await connect(cluster.url_for("admin"), tls=cluster.tls)
+    try:  # three copies of a stream that takes no message of 20 kB: the batch holding sequence 1,401 is refused whole
+        await ClaimLog(nc, StreamSpec("CLAIMS", replicas=3)).ensure()
+        config = (await nc.jetstream().stream_info("CLAIMS")).config
+        config.max_msg_size = 10_000
+        await nc.jetstream().update_stream(config)
+        failed = claimlog("import", str(exported), url=cluster.url_for("admin"), cwd=tmp_path, **on_cluster)
+        assert failed.returncode == 1 and "the stream now ends at 1000" in failed.stderr, failed.stderr
+        config.max_msg_size = -1
+        await nc.jetstream().update_stream(config)
+    finally:
+        await nc.close()
+
+    resumed = claimlog(*resume_command(failed.stderr), url=cluster.url_for("admin"), cwd=tmp_path, **on_cluster)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"imported {len(log) - 1000} events at sequences 1001 to {len(log)}, after the 1000 already there" in resumed.stderr
     assert await stored(cluster) == log

@@ -8,8 +8,6 @@ import asyncio
 import hashlib
 import json
 import os
-import re
-import shlex
 import signal
 import subprocess
 import sys
@@ -26,15 +24,11 @@ from services.log.restore import Republisher
 from services.runtime.embedded import EmbeddedNats
 from tests.conftest import random_claim_id
 from tests.integration.audit_log import claimlog, publish_raw
-from tests.integration.long_log import write_interleaved
+from tests.integration.restoring import exact, resume_command, write_interleaved
 from tests.integration.test_backup import token_actor, whole_log
 
 pytestmark = pytest.mark.private_nats
 DEADLINE = 60.0
-
-
-def exact(stored) -> list[tuple]:
-    return [(s.seq, s.subject, s.data, s.msg_id, s.stored_at, s.signature) for s in stored]
 
 
 @pytest.fixture
@@ -81,13 +75,6 @@ async def wait_for_events(url: str) -> int:
         raise AssertionError(f"the restore stored nothing within {DEADLINE}s")
     finally:
         await nc.close()
-
-
-def resume_command(output: str) -> list[str]:
-    """The command a failed import or restore says resumes it, as the test runs ``claimlog``."""
-    found = re.search(r"resume with: (claimlog .+)$", output, re.MULTILINE)
-    assert found, output
-    return shlex.split(found.group(1))[1:]
 
 
 async def test_a_restore_killed_half_way_resumes_to_an_exact_copy_and_a_third_run_changes_nothing(servers, tmp_path: Path):

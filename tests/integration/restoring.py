@@ -1,10 +1,13 @@
-"""A log long enough to span several restore batches, each claim's history spread over all of them."""
+"""Helpers of the restore tests: a log longer than a few restore batches with each claim in all of them,
+what a restored log must keep of each event, and the command a failed import or restore says resumes it."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+import shlex
 
-from services.log import ClaimLog
+from services.log import ClaimLog, StoredEvent
 from tests.builders import attached, drafted
 from tests.conftest import random_claim_id
 
@@ -21,3 +24,15 @@ async def write_interleaved(claim_log: ClaimLog, *, claims: int = 200, rounds: i
         ))
         heads = {claim: (appended.last_seq, appended.last_hash) for claim, appended in zip(ids, done, strict=True)}
     return await claim_log.head()
+
+
+def exact(stored: list[StoredEvent]) -> list[tuple]:
+    """Each event as a restore must keep it: sequence, subject, bytes, message id, store time, signature."""
+    return [(s.seq, s.subject, s.data, s.msg_id, s.stored_at, s.signature) for s in stored]
+
+
+def resume_command(output: str) -> list[str]:
+    """The arguments of the ``claimlog`` command a failed import or restore printed to resume it."""
+    found = re.search(r"resume with: (claimlog .+)$", output, re.MULTILINE)
+    assert found, output
+    return shlex.split(found.group(1))[1:]
