@@ -28,12 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nats.js import JetStreamContext
-
 from services.actors import actors_bucket
 from services.audit.export import ImportRefused, export_log, import_file, read_export, resumable
 from services.log import ClaimLog
-from services.log.snapshot import restore_stream, snapshot_stream
+from services.log.snapshot import restore_stream, snapshot_stream, stream_state
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -41,6 +39,7 @@ LOG_FILE = "log.jsonl"
 BUCKETS_DIR = "buckets"
 KEYS_DIR = "keys"
 KV_PREFIX = "KV_"
+RESTORED_STATE = ("messages", "first_seq", "first_ts", "last_seq", "last_ts")  # a bucket restored from its snapshot
 Progress = Callable[[int], None]
 
 
@@ -148,7 +147,7 @@ async def restore(
     held = await resumable(claim_log, directory / LOG_FILE, count=events)  # a restore that stopped half-way continues
     existing = set(await server_buckets(claim_log))
     js = claim_log.nc.jetstream()
-    restored = [bucket for bucket in manifest["buckets"] if await _bucket_restored(js, bucket, directory, existing)]
+    restored = [bucket for bucket in manifest["buckets"] if await _bucket_restored(claim_log, bucket, directory, existing)]
     for bucket in manifest["buckets"]:
         if bucket in restored:
             continue
@@ -166,21 +165,22 @@ async def restore(
     return Backup(events, manifest["head"], tuple(manifest["buckets"]), tuple(str(path) for path, _ in keys), held)
 
 
-async def _bucket_restored(js: JetStreamContext, bucket: str, directory: Path, existing: set[str]) -> bool:
-    """Whether the bucket holds the backup's revisions already (a restore that stopped after it); a missing or
-    empty one does not, and one holding anything else stops the restore before anything is written."""
+async def _bucket_restored(claim_log: ClaimLog, bucket: str, directory: Path, existing: set[str]) -> bool:
+    """Whether the bucket holds the backup's revisions already (a restore that stopped after it): the same count,
+    first and last sequences and store times; a missing or empty one does not, and one holding anything else
+    stops the restore before anything is written."""
     if bucket not in existing:
         return False
-    state = (await js.stream_info(f"{KV_PREFIX}{bucket}")).state
-    if not state.messages:
+    state = await stream_state(claim_log.nc, f"{KV_PREFIX}{bucket}")
+    if not state["messages"]:
         return False
     kept = json.loads((directory / BUCKETS_DIR / f"{bucket}.json").read_text())["state"]
-    if (state.messages, state.first_seq, state.last_seq) == (kept["messages"], kept["first_seq"], kept["last_seq"]):
+    if all(state.get(key) == kept.get(key) for key in RESTORED_STATE):
         return True
     raise ImportRefused(
-        f"bucket {bucket} is not empty and is not the backup's ({state.messages} revisions through {state.last_seq}, "
-        f"the backup's {kept['messages']} through {kept['last_seq']}): a backup restores into an empty registry, "
-        "or continues a restore of the same backup that stopped half-way"
+        f"bucket {bucket} is not empty and is not the backup's ({state['messages']} revisions through {state['last_seq']}, "
+        f"the last stored at {state.get('last_ts')}; the backup's {kept['messages']} through {kept['last_seq']}, at "
+        f"{kept.get('last_ts')}): a backup restores into an empty registry, or continues a restore of it that stopped half-way"
     )
 
 

@@ -162,3 +162,19 @@ async def test_an_import_into_a_stream_holding_other_events_is_refused_naming_th
     assert f"sequence 700 is not the event at {exported}:700 (its bytes differ)" in said, said
     assert (await held(fresh.url_for("admin")))[0] == log[:1200]
 
+
+
+async def test_a_registry_whose_token_store_holds_other_tokens_is_not_restored_into(servers, tmp_path: Path):
+    source, fresh = servers
+    for server, name in ((source, "ada"), (fresh, "bob")):  # one revision each: the same count, other tokens
+        added = claimlog("actors", "add", name, "--kind", "person", nats_url=server.url_for("admin"), cwd=tmp_path)
+        assert added.returncode == 0, added.stderr
+    await source_log(source.url_for("admin"), rounds=1)
+    backup = tmp_path / "backup"
+    assert claimlog("backup", str(backup), nats_url=source.url_for("admin"), cwd=tmp_path).returncode == 0
+    before = await held(fresh.url_for("admin"))
+
+    refused = claimlog("restore", str(backup), nats_url=fresh.url_for("admin"), cwd=tmp_path)
+    said = " ".join(refused.stderr.split())
+    assert refused.returncode == 1 and f"bucket {BUCKET} is not empty and is not the backup's" in said, said
+    assert "nothing was restored" in said and await held(fresh.url_for("admin")) == before
