@@ -102,7 +102,7 @@ class Republisher:
                 await self._send_batch()
             return seq
         await self._slots.acquire()
-        await self._nc.publish(subject, event.data, reply=self._expect_ack(seq), headers=headers)
+        await self._nc.publish(subject, event.data, reply=self._expect_ack(seq, seq), headers=headers)
         return seq
 
     async def _send_batch(self) -> None:
@@ -116,7 +116,7 @@ class Republisher:
             headers["Nats-Batch-Id"], headers["Nats-Batch-Sequence"] = batch_id, str(number)
             reply = ""
             if number == last:
-                headers["Nats-Batch-Commit"], reply = "1", self._expect_ack(self._position)
+                headers["Nats-Batch-Commit"], reply = "1", self._expect_ack(self._position - last + 1, self._position)
             messages.append((subject, reply, headers, data))
         if self._blocks:  # the whole batch in one write (``AtomicBatches`` does the same)
             await self._nc.publish_blocks([(subject, reply, encode_headers(headers), data) for subject, reply, headers, data in messages])
@@ -125,11 +125,11 @@ class Republisher:
                 await self._nc.publish(subject, data, reply=reply, headers=headers)
         await asyncio.sleep(0)  # let nats-py's flusher write it now, not when the next batch waits
 
-    def _expect_ack(self, seq: int) -> str:
+    def _expect_ack(self, first: int, last: int) -> str:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         future.add_done_callback(lambda _: self._slots.release())
-        self._pending[str(seq)] = future
-        return f"{self._prefix}.{seq}"
+        self._pending[f"{first}-{last}"] = future
+        return f"{self._prefix}.{first}-{last}"
 
     async def drain(self, timeout: float = ACK_TIMEOUT) -> None:
         """Wait for every acknowledgement; raise the first failure."""
@@ -137,7 +137,8 @@ class Republisher:
         if futures:
             _, late = await asyncio.wait(futures, timeout=timeout)
             if late and self.failure is None:
-                self.failure = PublishError(f"{len(late)} events not acknowledged within {timeout}s")
+                self.failure = PublishError(f"{len(late)} publishes (events or batches) not acknowledged within {timeout}s: "
+                                            "they may or may not be stored")
         if self.failure is not None:
             raise self.failure
 
@@ -146,8 +147,10 @@ class Republisher:
         future = self._pending.pop(token, None)
         if future is None or future.done():
             return
+        first, _, last = token.partition("-")
+        what = f"the event for sequence {last}" if first == last else f"the batch of sequences {first} to {last}"
         try:
-            problem = _problem(parse_ack(data, headers, f"the event for sequence {token}"), int(token))
+            problem = _problem(parse_ack(data, headers, what), what, int(last))
         except PublishError as error:
             problem = str(error)
         if problem and self.failure is None:
@@ -155,12 +158,12 @@ class Republisher:
         future.set_result(None)
 
 
-def _problem(ack: dict, expected_seq: int) -> str | None:
+def _problem(ack: dict, what: str, last_seq: int) -> str | None:
     error = ack.get("error")
     if error is not None:
-        return f"the event for sequence {expected_seq} was refused: {error.get('description')} (err_code {error.get('err_code')})"
+        return f"{what} was refused: {error.get('description')} (err_code {error.get('err_code')})"
     if ack.get("duplicate"):
-        return f"the event for sequence {expected_seq} has a message id the stream already holds (stored at {ack.get('seq')})"
-    if int(ack["seq"]) != expected_seq:
-        return f"the event for sequence {expected_seq} was stored at {ack['seq']}: another writer is publishing"
+        return f"{what} has a message id the stream already holds (stored at {ack.get('seq')})"
+    if int(ack["seq"]) != last_seq:
+        return f"{what} was stored to end at {ack['seq']}, not {last_seq}: another writer is publishing"
     return None
