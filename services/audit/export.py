@@ -192,7 +192,7 @@ async def import_file(
 ) -> Imported:
     """Check the whole file, then republish its events byte for byte into the stream, after those it already
     holds (``held``, when the caller has checked them with ``resumable``)."""
-    count = renumbered = 0
+    count, renumbered = 0, False
     for position, (seq, _) in enumerate(read_export(path), start=1):
         count, renumbered = position, renumbered or seq != position
     if not count:
@@ -207,4 +207,4 @@ async def import_file(
                 progress(restored)
     if progress is not None:
         progress(restored)
-    return Imported(count - held, held + 1, restored, bool(renumbered), held)
+    return Imported(count - held, held + 1, restored, renumbered, held)
