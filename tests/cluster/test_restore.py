@@ -16,10 +16,11 @@ from services.runtime.embedded import EmbeddedNats
 from tests.cluster.test_backup import claimlog
 from tests.conftest import random_claim_id
 from tests.integration.audit_log import publish_raw
-from tests.integration.restoring import exact, resume_command, write_interleaved
+from tests.integration.restoring import exact, killed_at_its_first_event, resume_command, write_interleaved
 from tests.integration.test_backup import whole_log
 
 pytestmark = pytest.mark.cluster
+DEADLINE = 60.0
 
 
 @pytest.fixture
@@ -116,4 +117,27 @@ async def test_an_import_refused_half_way_into_three_replicas_resumes_to_an_exac
     resumed = claimlog(*resume_command(failed.stderr), url=cluster.url_for("admin"), cwd=tmp_path, **on_cluster)
     assert resumed.returncode == 0, resumed.stderr
     assert f"imported {len(log) - 1000} events at sequences 1001 to {len(log)}, after the 1000 already there" in resumed.stderr
+    assert await stored(cluster) == log
+
+
+async def test_a_restore_killed_half_way_into_a_three_node_cluster_resumes_to_an_exact_copy(cluster: LocalCluster, tmp_path: Path):
+    with EmbeddedNats(tmp_path / "single") as server:
+        nc = await connect(server.url_for("admin"))
+        try:
+            claim_log = ClaimLog(nc, StreamSpec("CLAIMS"))
+            await claim_log.ensure()
+            await write_interleaved(claim_log, rounds=50)
+            log = exact(await whole_log(claim_log))
+        finally:
+            await nc.close()
+        assert claimlog("backup", str(tmp_path / "backup"), url=server.url_for("admin"), cwd=tmp_path).returncode == 0
+    settings = {"CLAIMLOG_NATS_URL": cluster.url_for("admin"), "CLAIMLOG_DATA_DIR": str(tmp_path / ".claimlog"),
+                "CLAIMLOG_NATS_TLS_CA": str(cluster.tls.ca), "CLAIMLOG_NATS_REPLICAS": "3"}
+    await killed_at_its_first_event(["restore", str(tmp_path / "backup")], env=settings, cwd=tmp_path, tls=cluster.tls, deadline=DEADLINE)
+    stopped = await stored(cluster)
+    assert 0 < len(stopped) < len(log) and stopped == log[: len(stopped)]
+
+    resumed = claimlog("restore", str(tmp_path / "backup"), url=cluster.url_for("admin"), cwd=tmp_path,
+                       nats_tls_ca=str(cluster.tls.ca), nats_replicas="3")
+    assert resumed.returncode == 0, resumed.stderr
     assert await stored(cluster) == log

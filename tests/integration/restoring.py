@@ -4,10 +4,15 @@ what a restored log must keep of each event, and the command a failed import or 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
-from services.log import ClaimLog, StoredEvent
+from services.log import ClaimLog, NatsTls, StoredEvent, connect
 from tests.builders import attached, drafted
 from tests.conftest import random_claim_id
 
@@ -36,3 +41,28 @@ def resume_command(output: str) -> list[str]:
     found = re.search(r"resume with: (claimlog .+)$", output, re.MULTILINE)
     assert found, output
     return shlex.split(found.group(1))[1:]
+
+
+async def killed_at_its_first_event(args: list[str], *, env: dict[str, str], cwd: Path, tls: NatsTls | None = None,
+                                    deadline: float) -> None:
+    """Run ``claimlog`` with ``args`` and stop it dead (SIGSTOP, then SIGKILL) as soon as its first event is
+    published: it has at most a few batches in flight then, far from the end of a long log."""
+    nc = await connect(env["CLAIMLOG_NATS_URL"], tls=tls)
+    published = asyncio.Event()
+
+    async def seen(_msg: object) -> None:
+        published.set()
+
+    try:
+        await nc.subscribe("claims.>", cb=seen)
+        await nc.flush()
+        running = subprocess.Popen([sys.executable, "-m", "services.cli", *args], env={**os.environ, **env}, cwd=cwd,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            await asyncio.wait_for(published.wait(), deadline)
+            running.send_signal(signal.SIGSTOP)
+        finally:
+            running.kill()
+            running.wait(timeout=deadline)
+    finally:
+        await nc.close()

@@ -4,14 +4,8 @@ the whole log, or anything else, is refused and left as it was; a failed one pri
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +18,7 @@ from services.log.restore import Republisher
 from services.runtime.embedded import EmbeddedNats
 from tests.conftest import random_claim_id
 from tests.integration.audit_log import claimlog, publish_raw
-from tests.integration.restoring import exact, resume_command, write_interleaved
+from tests.integration.restoring import exact, killed_at_its_first_event, resume_command, write_interleaved
 from tests.integration.test_backup import token_actor, whole_log
 
 pytestmark = pytest.mark.private_nats
@@ -60,23 +54,6 @@ async def held(url: str, stream: str = "CLAIMS") -> tuple[list[tuple], dict[str,
         await nc.close()
 
 
-async def wait_for_events(url: str) -> int:
-    """The stream's head once it holds something (a restore under way has stored its first batch)."""
-    nc = await connect(url)
-    try:
-        deadline = time.monotonic() + DEADLINE
-        while time.monotonic() < deadline:
-            try:
-                if head := await ClaimLog(nc, StreamSpec("CLAIMS")).head():
-                    return head
-            except Exception:  # noqa: BLE001 - the restore has not made the stream yet
-                pass
-            await asyncio.sleep(0.005)
-        raise AssertionError(f"the restore stored nothing within {DEADLINE}s")
-    finally:
-        await nc.close()
-
-
 async def test_a_restore_killed_half_way_resumes_to_an_exact_copy_and_a_third_run_changes_nothing(servers, tmp_path: Path):
     source, fresh = servers
     added = claimlog("actors", "add", "ada", "--kind", "person", nats_url=source.url_for("admin"), cwd=tmp_path)
@@ -86,15 +63,8 @@ async def test_a_restore_killed_half_way_resumes_to_an_exact_copy_and_a_third_ru
     backup = tmp_path / "backup"
     assert claimlog("backup", str(backup), nats_url=source.url_for("admin"), cwd=tmp_path).returncode == 0
 
-    env = {**os.environ, "CLAIMLOG_NATS_URL": fresh.url_for("admin"), "CLAIMLOG_DATA_DIR": str(tmp_path / ".claimlog")}
-    running = subprocess.Popen([sys.executable, "-m", "services.cli", "restore", str(backup)], env=env, cwd=tmp_path,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        await wait_for_events(fresh.url_for("admin"))
-        running.send_signal(signal.SIGSTOP)
-    finally:
-        running.kill()
-        running.wait(timeout=DEADLINE)
+    settings = {"CLAIMLOG_NATS_URL": fresh.url_for("admin"), "CLAIMLOG_DATA_DIR": str(tmp_path / ".claimlog")}
+    await killed_at_its_first_event(["restore", str(backup)], env=settings, cwd=tmp_path, deadline=DEADLINE)
     stopped, _ = await held(fresh.url_for("admin"))
     assert 0 < len(stopped) < len(log) and stopped == log[: len(stopped)]
 
