@@ -138,8 +138,15 @@ def _parse(text: str) -> tuple[int, RestoredEvent]:
     data = _stored_bytes(line)
     if hashlib.sha256(data).hexdigest() != digest:
         raise ValueError(f"hash {digest!r} is not the SHA-256 of the event's bytes: the event was altered")
-    msg_id = line.get("msg_id") or _event_id(data)
-    return seq, RestoredEvent(claim_id, event_type, data, msg_id if isinstance(msg_id, str) else None, stored_at, _signature(line))
+    return seq, RestoredEvent(claim_id, event_type, data, _msg_id(line), stored_at, _signature(line))
+
+
+def _msg_id(line: dict) -> str | None:
+    """The event's message id as exported: an event stored without one is restored without one, as it was."""
+    msg_id = line.get("msg_id")
+    if msg_id is not None and (not isinstance(msg_id, str) or not msg_id or "\r" in msg_id or "\n" in msg_id):
+        raise ValueError(f"msg_id must be null or a one-line string, got {msg_id!r}")
+    return msg_id
 
 
 def _signature(line: dict) -> dict[str, str] | None:
@@ -160,13 +167,6 @@ def _stored_bytes(line: dict) -> bytes:
     if isinstance(line.get("event_b64"), str):
         return base64.b64decode(line["event_b64"], validate=True)
     raise ValueError("the event is missing: neither 'event' (a string) nor 'event_b64'")
-
-
-def _event_id(data: bytes) -> str | None:
-    try:
-        return json.loads(data).get("event_id")
-    except (ValueError, AttributeError):
-        return None
 
 
 async def resumable(claim_log: ClaimLog, path: Path, *, count: int) -> int:
