@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from services.actors import actors_bucket
-from services.audit.export import ImportRefused, export_log, import_file, read_export
+from services.audit.export import ImportRefused, export_log, import_file, read_export, resumable
 from services.commands.shared_state import SLUGS, LazyBucket, bucket_name
 from services.commands.slug_rebuild import rebuild_slugs
 from services.commands.slugs import SlugOwners
 from services.log import ClaimLog
-from services.log.snapshot import restore_stream, snapshot_stream
+from services.log.snapshot import restore_stream, snapshot_stream, stream_state
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -46,6 +46,7 @@ LOG_FILE = "log.jsonl"
 BUCKETS_DIR = "buckets"
 KEYS_DIR = "keys"
 KV_PREFIX = "KV_"
+RESTORED_STATE = ("messages", "first_seq", "first_ts", "last_seq", "last_ts")  # a bucket restored from its snapshot
 Progress = Callable[[int], None]
 
 
@@ -62,6 +63,7 @@ class Backup:
     buckets: tuple[str, ...]
     keys: tuple[str, ...] = ()
     slugs: int = 0  # the slugs' owners a restore rebuilt from the log
+    held: int = 0  # the events a restore that stopped half-way had stored, found to be the backup's and kept
 
 
 def registry_buckets(bucket_names: list[str], stream: str) -> list[str]:
@@ -150,7 +152,8 @@ async def restore(
     """Restore a backup into a registry that holds nothing yet: its buckets as they were (with ``replicas``
     copies each), then its log, byte for byte at its sequences, then what derives from the log (the
     slugs' owners, rebuilt from it). Everything is checked before anything is written: the manifest,
-    every line of the log, the registry's stream and that the stream and the buckets are empty."""
+    every line of the log, the registry's stream and that the stream and the buckets are empty, or hold
+    what a restore of this backup that stopped half-way wrote (it continues)."""
     manifest = read_manifest(directory)
     if manifest["stream"] != claim_log.stream:
         raise BackupRefused(
@@ -159,29 +162,52 @@ async def restore(
         )
     events = sum(1 for _ in read_export(directory / LOG_FILE))  # every line checked (its hash too) before writing
     keys = _keys_to_restore(directory, manifest)
-    if await claim_log.head():
-        raise ImportRefused(f"stream {claim_log.stream} is not empty: a backup restores into an empty registry only")
+    held = await resumable(claim_log, directory / LOG_FILE, count=events)  # a restore that stopped half-way continues
     existing = set(await server_buckets(claim_log))
     js = claim_log.nc.jetstream()
     derived = derived_buckets(claim_log.stream)
     restored = [bucket for bucket in manifest["buckets"] if bucket not in derived]  # a backup made before they were left out
-    for bucket in [*restored, *derived]:
+    for bucket in derived:
         if bucket in existing and (await js.stream_info(f"{KV_PREFIX}{bucket}")).state.messages:
             raise ImportRefused(f"bucket {bucket} is not empty: a backup restores into an empty registry only")
+    already = [bucket for bucket in restored if await _bucket_restored(claim_log, bucket, directory, existing)]
     for bucket in restored:
+        if bucket in already:
+            continue
         if bucket in existing:
             await js.delete_stream(f"{KV_PREFIX}{bucket}")  # empty: made by a start before the restore
         meta = json.loads((directory / BUCKETS_DIR / f"{bucket}.json").read_text())
         meta["config"]["num_replicas"] = replicas
         await restore_stream(claim_log.nc, meta, directory / BUCKETS_DIR / f"{bucket}.snapshot", progress=bucket_progress)
-    if events:
-        await import_file(claim_log, directory / LOG_FILE, progress=log_progress)
+    if events > held:
+        await import_file(claim_log, directory / LOG_FILE, progress=log_progress, held=held)
     slugs = await rebuild_slugs(claim_log, SlugOwners(LazyBucket(claim_log.nc, SLUGS, stream=claim_log.stream, replicas=replicas), claim_log))
     for path, data in keys:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with _private(path, binary=True) as out:
             out.write(data)
-    return Backup(events, manifest["head"], tuple(restored), tuple(str(path) for path, _ in keys), slugs)
+    return Backup(
+        events, manifest["head"], tuple(restored), tuple(str(path) for path, _ in keys), slugs=slugs, held=held
+    )
+
+
+async def _bucket_restored(claim_log: ClaimLog, bucket: str, directory: Path, existing: set[str]) -> bool:
+    """Whether the bucket holds the backup's revisions already (a restore that stopped after it): the same count,
+    first and last sequences and store times; a missing or empty one does not, and one holding anything else
+    stops the restore before anything is written."""
+    if bucket not in existing:
+        return False
+    state = await stream_state(claim_log.nc, f"{KV_PREFIX}{bucket}")
+    if not state["messages"]:
+        return False
+    kept = json.loads((directory / BUCKETS_DIR / f"{bucket}.json").read_text())["state"]
+    if all(state.get(key) == kept.get(key) for key in RESTORED_STATE):
+        return True
+    raise ImportRefused(
+        f"bucket {bucket} is not empty and is not the backup's ({state['messages']} revisions through {state['last_seq']}, "
+        f"the last stored at {state.get('last_ts')}; the backup's {kept['messages']} through {kept['last_seq']}, at "
+        f"{kept.get('last_ts')}): a backup restores into an empty registry, or continues a restore of it that stopped half-way"
+    )
 
 
 def _check_keys(key_files: list[Path]) -> list[Path]:

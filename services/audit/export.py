@@ -4,13 +4,16 @@ One object per stored event: ``seq``, ``subject``, ``stored_at``, ``hash`` (SHA-
 bytes), ``msg_id`` and the event exactly as stored: ``event`` holds the stored bytes as a string when
 they are UTF-8 (almost always), ``event_b64`` holds them base64-encoded otherwise; ``signature``, when
 the event is signed, holds its signature headers. An import checks the whole file first and
-republishes those exact bytes and headers, so the restored log hashes and verifies the same.
+republishes those exact bytes and headers, so the restored log hashes and verifies the same. An import
+that stopped half-way continues after what the stream holds, once that is found to be the file's start
+(services/audit/resume.py).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from events.subjects import exported_subject
+from services.audit.resume import first_difference
 from services.log import ClaimLog, StoredEvent
 from services.log.reader import parse_store_time
 from services.log.restore import Republisher, RestoredEvent
@@ -41,12 +45,13 @@ class ImportRefused(RuntimeError):
 
 @dataclass(frozen=True)
 class Imported:
-    """What an import restored."""
+    """What an import restored: ``events`` at ``first_seq`` to ``last_seq``, after the ``held`` already there."""
 
     events: int
     first_seq: int
     last_seq: int
     renumbered: bool  # the file's sequences were not 1..n (a claim's export), so the restored ones differ
+    held: int = 0  # the file's first events the stream held already, from an import that stopped half-way
 
 
 def export_line(stored: StoredEvent) -> str:
@@ -135,8 +140,15 @@ def _parse(text: str) -> tuple[int, RestoredEvent]:
     data = _stored_bytes(line)
     if hashlib.sha256(data).hexdigest() != digest:
         raise ValueError(f"hash {digest!r} is not the SHA-256 of the event's bytes: the event was altered")
-    msg_id = line.get("msg_id") or _event_id(data)
-    return seq, RestoredEvent(claim_id, event_type, data, msg_id if isinstance(msg_id, str) else None, stored_at, _signature(line))
+    return seq, RestoredEvent(claim_id, event_type, data, _msg_id(line), stored_at, _signature(line))
+
+
+def _msg_id(line: dict) -> str | None:
+    """The event's message id as exported: an event stored without one is restored without one, as it was."""
+    msg_id = line.get("msg_id")
+    if msg_id is not None and (not isinstance(msg_id, str) or not msg_id or "\r" in msg_id or "\n" in msg_id):
+        raise ValueError(f"msg_id must be null or a one-line string, got {msg_id!r}")
+    return msg_id
 
 
 def _signature(line: dict) -> dict[str, str] | None:
@@ -159,32 +171,42 @@ def _stored_bytes(line: dict) -> bytes:
     raise ValueError("the event is missing: neither 'event' (a string) nor 'event_b64'")
 
 
-def _event_id(data: bytes) -> str | None:
-    try:
-        return json.loads(data).get("event_id")
-    except (ValueError, AttributeError):
-        return None
-
-
-async def import_file(claim_log: ClaimLog, path: Path, *, window: int = 256, progress: Progress | None = None) -> Imported:
-    """Check the whole file, then republish its events byte for byte into the (empty) stream."""
-    head = await claim_log.head()
-    if head:
+async def resumable(claim_log: ClaimLog, path: Path, *, count: int) -> int:
+    """How many of the file's ``count`` events the stream already holds, from an import that stopped (0: empty);
+    a stream that holds anything else, or the whole file, is refused."""
+    held = await claim_log.head()
+    if not held:
+        return 0
+    why = await first_difference(claim_log, read_export(path), held=held, path=str(path))
+    if why is not None:
         raise ImportRefused(
-            f"stream {claim_log.stream} is not empty (its last sequence is {head}): an import restores into an "
-            "empty stream only, so that sequences and hash chains come back as they were"
+            f"stream {claim_log.stream} is not empty and does not begin with {path}: {why}. An import goes into an "
+            "empty stream, or continues one that stopped half-way, so that sequences and hash chains come back as they were"
         )
-    count = sum(1 for _ in read_export(path))
+    if held == count:
+        raise ImportRefused(f"stream {claim_log.stream} is not empty: it already holds all {count} events of {path}, "
+                            "at their sequences, byte for byte; there is nothing left to import")
+    return held
+
+
+async def import_file(
+    claim_log: ClaimLog, path: Path, *, window: int = 256, progress: Progress | None = None, held: int | None = None
+) -> Imported:
+    """Check the whole file, then republish its events byte for byte into the stream, after those it already
+    holds (``held``, when the caller has checked them with ``resumable``)."""
+    count, renumbered = 0, False
+    for position, (seq, _) in enumerate(read_export(path), start=1):
+        count, renumbered = position, renumbered or seq != position
     if not count:
         raise ImportRefused(f"{path} holds no events")
-    renumbered, restored = False, 0
-    async with Republisher(claim_log.nc, claim_log.stream, window=window, layout=claim_log.layout) as republisher:
-        for seq, event in read_export(path):
+    if held is None:
+        held = await resumable(claim_log, path, count=count)
+    restored = held
+    async with Republisher(claim_log.nc, claim_log.stream, after_seq=held, window=window, layout=claim_log.layout) as republisher:
+        for _, event in itertools.islice(read_export(path), held, None):
             restored = await republisher.publish(event)
-            renumbered = renumbered or restored != seq
             if progress is not None and restored % 100 == 0:
                 progress(restored)
     if progress is not None:
         progress(restored)
-    return Imported(count, 1, restored, renumbered)
-
+    return Imported(count - held, held + 1, restored, renumbered, held)

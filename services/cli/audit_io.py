@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -135,7 +136,7 @@ def import_(
     file: Annotated[Path, typer.Argument(help="A JSON Lines file written by `claimlog export`.", exists=True, dir_okay=False)],
     window: Annotated[int, typer.Option(min=1, max=4096, help="Events in flight at once.")] = 256,
 ) -> None:
-    """Restore an export into an EMPTY stream, byte for byte; checks the whole file first and publishes nothing if it is bad."""
+    """Restore an export into an EMPTY stream, byte for byte, or continue one that stopped; checks the whole file first and publishes nothing if it is bad."""
     raise typer.Exit(run(_import(command_settings(), file, window)))
 
 
@@ -152,11 +153,19 @@ async def _import(settings: Settings, path: Path, window: int) -> int:
             console.print(f"[red]refused[/red]: {error}; nothing was published", highlight=False)
             return 1
         except LogError as error:
-            console.print(f"[red]import failed[/red]: {error} (the stream now ends at {await claim_log.head()})")
+            console.print(f"[red]import failed[/red]: {error} (the stream now ends at {await claim_log.head()})", highlight=False)
+            console.print(resume_hint("import", path, *([] if window == 256 else ["--window", str(window)])), highlight=False, markup=False, soft_wrap=True)
             return 1
     renumbered = " (renumbered: the file was not a whole log)" if imported.renumbered else ""
-    console.print(f"imported {imported.events} events at sequences {imported.first_seq} to {imported.last_seq}{renumbered}")
+    held = f", after the {imported.held} already there" if imported.held else ""
+    console.print(f"imported {imported.events} events at sequences {imported.first_seq} to {imported.last_seq}{held}{renumbered}")
     return 0
+
+
+def resume_hint(command: str, path: Path, *options: str) -> str:
+    """How to continue an import or restore that failed half-way: the same command, which resumes where the stream ends."""
+    again = shlex.join(["claimlog", command, str(path.resolve()), *options])
+    return f"it continues from there, checking what the stream holds first; with the same settings, resume with: {again}"
 
 
 def _progress() -> Progress:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from services.cli.audit_io import _bar, _progress, console
+from services.cli.audit_io import _bar, _progress, console, resume_hint
 from services.cli.setup import command_settings
 from services.runtime.compose import nats_replicas, open_log, run
 from services.runtime.settings import Settings
@@ -49,7 +49,7 @@ async def _backup(settings: Settings, directory: Path, keys: list[Path]) -> int:
 def restore(
     directory: Annotated[Path, typer.Argument(help="A directory written by `claimlog backup`.", exists=True, file_okay=False)],
 ) -> None:
-    """Restore a backup into a registry that holds nothing yet; checks it all first and writes nothing if it is bad."""
+    """Restore a backup into a registry that holds nothing yet, or continue one that stopped; checks it all first and writes nothing if it is bad."""
     raise typer.Exit(run(_restore(command_settings(), directory)))
 
 
@@ -75,10 +75,13 @@ async def _restore(settings: Settings, directory: Path) -> int:
             console.print(f"[red]refused[/red]: {error}; nothing was restored", highlight=False)
             return 1
         except LogError as error:
-            console.print(f"[red]restore failed[/red]: {error} (the stream now ends at {await claim_log.head()})")
+            console.print(f"[red]restore failed[/red]: {error} (the stream now ends at {await claim_log.head()})", highlight=False)
+            console.print(resume_hint("restore", directory), highlight=False, markup=False, soft_wrap=True)
             return 1
-    console.print(f"restored {restored.events} events and the buckets {', '.join(restored.buckets) or '(none)'}"
-                  f"{_keys(restored.keys)} from {directory}; the owners of {restored.slugs} slugs rebuilt from the log", highlight=False)
+    held = f" ({restored.held} were already there, from a restore that stopped)" if restored.held else ""
+    console.print(f"restored {restored.events} events{held} and the buckets {', '.join(restored.buckets) or '(none)'}"
+                  f"{_keys(restored.keys)} from {directory}; the owners of {restored.slugs} slugs rebuilt from the log",
+                  highlight=False)
     return 0
 
 

@@ -1,21 +1,26 @@
-"""Republishing exported events byte for byte into an empty stream (``claimlog import``).
+"""Republishing exported events byte for byte into a stream, from where it ends (``claimlog import``).
 
 Unlike an append, a restore does not encode or chain anything: each message carries the exact bytes
 it had in the exported log, for the same claim and event type, in the same order. It is published
 on the subject producers use, so the stream stores it in its own layout (a log stored before
 partitions is restored into a partitioned stream as it is). Every publish is still checked:
-its message id, the claim's expected last sequence, and an acknowledgement at the sequence the
+its message id, the stream's expected last sequence, and an acknowledgement at the sequence the
 restore expects (so a restored full log has the exported sequences).
 
-On a stream that takes atomic batches the events go in batches of up to the server's limit over many
-claims, a few batches in flight: a restore knows every sequence in advance, so each claim's first event
-in a batch can expect the claim's last restored sequence without waiting, and one synced
-acknowledgement answers a whole batch. Otherwise each event is its own acknowledged publish.
+A restore knows every sequence in advance, so what it expects is the stream's last sequence
+(``Nats-Expected-Last-Sequence``), not each claim's: the stream's holds while many publishes are in
+flight, on one server as on a cluster, where the leader counts the proposals it has not yet applied.
+A claim's expected sequence does not: a clustered stream refuses a second publish expecting the last
+sequence of a claim whose previous one is still being replicated (``wrong last sequence``, err_code
+10164), so pipelined batches over the same claims would stop at the second batch. The stream's
+expected sequence is also the stronger check: nothing at all may come between two restored events.
 
-The stream must be empty (``claimlog import`` checks first). A claim that has events anyway (a writer
-that appended after the check) refuses the batch holding its first restored event: nothing of that
-batch is stored, and the restore stops with the server's refusal (``wrong last sequence``) and the
-sequence it was at.
+On a stream that takes atomic batches the events go in batches of up to the server's limit over many
+claims, a few batches in flight, the first event of each expecting the sequence before it, and one
+synced acknowledgement answers a whole batch. Otherwise each event is its own acknowledged publish,
+expecting the sequence before it. Anything else written to the stream meanwhile refuses the next
+batch (or publish) and everything after it: nothing of that batch is stored, and the restore stops
+with the server's refusal (``wrong last sequence``) and the sequence it was at.
 """
 
 from __future__ import annotations
@@ -60,9 +65,7 @@ class Republisher:
         self._prefix = nc.new_inbox()
         self._sub = None
         self._position = after_seq  # the sequence the last published event must be stored at
-        self._claims: dict[str, int] = {}  # claim -> sequence of its last event in this restore
         self._batch: list[tuple[str, bytes, dict[str, str]]] | None = None  # None: one publish per event
-        self._batch_claims: set[str] = set()  # the claims of the open batch
         self._blocks = hasattr(nc, "publish_blocks")  # claimlog's client: header blocks, a batch in one write
         self.failure: PublishError | None = None
 
@@ -84,39 +87,28 @@ class Republisher:
         if self.failure is not None:
             raise self.failure
         self._position += 1
-        seq, claim = self._position, event.claim_id
-        subject = self._layout.publish_subject(claim, event.event_type)
+        seq = self._position
+        subject = self._layout.publish_subject(event.claim_id, event.event_type)
         headers = {RESTORED_TIME: event.stored_at}
         if event.msg_id:
             headers["Nats-Msg-Id"] = event.msg_id
         if event.signature:
             headers.update(event.signature)
+        if not self._batch:  # a batch's first event, or each event when there are no batches
+            headers["Nats-Expected-Last-Sequence"] = str(seq - 1)
         if self._batch is not None:
-            self._in_batch(claim, seq, headers)
             self._batch.append((subject, event.data, headers))
             if len(self._batch) == MAX_BATCH_EVENTS:
                 await self._send_batch()
             return seq
-        headers["Nats-Expected-Last-Subject-Sequence"] = str(self._claims.get(claim, 0))
-        headers["Nats-Expected-Last-Subject-Sequence-Subject"] = self._layout.claim_filter(claim)
-        self._claims[claim] = seq
         await self._slots.acquire()
-        await self._nc.publish(subject, event.data, reply=self._expect_ack(seq), headers=headers)
+        await self._nc.publish(subject, event.data, reply=self._expect_ack(seq, seq), headers=headers)
         return seq
-
-    def _in_batch(self, claim: str, seq: int, headers: dict[str, str]) -> None:
-        """The claim's first event in the batch expects its last restored sequence; the rest follow it."""
-        if claim not in self._batch_claims:
-            self._batch_claims.add(claim)
-            headers["Nats-Expected-Last-Subject-Sequence"] = str(self._claims.get(claim, 0))
-            headers["Nats-Expected-Last-Subject-Sequence-Subject"] = self._layout.claim_filter(claim)
-        self._claims[claim] = seq
 
     async def _send_batch(self) -> None:
         if not self._batch:
             return
         batch, self._batch = self._batch, []
-        self._batch_claims.clear()
         await self._slots.acquire()
         batch_id, last = uuid.uuid4().hex, len(batch)
         messages = []
@@ -124,7 +116,7 @@ class Republisher:
             headers["Nats-Batch-Id"], headers["Nats-Batch-Sequence"] = batch_id, str(number)
             reply = ""
             if number == last:
-                headers["Nats-Batch-Commit"], reply = "1", self._expect_ack(self._position)
+                headers["Nats-Batch-Commit"], reply = "1", self._expect_ack(self._position - last + 1, self._position)
             messages.append((subject, reply, headers, data))
         if self._blocks:  # the whole batch in one write (``AtomicBatches`` does the same)
             await self._nc.publish_blocks([(subject, reply, encode_headers(headers), data) for subject, reply, headers, data in messages])
@@ -133,11 +125,11 @@ class Republisher:
                 await self._nc.publish(subject, data, reply=reply, headers=headers)
         await asyncio.sleep(0)  # let nats-py's flusher write it now, not when the next batch waits
 
-    def _expect_ack(self, seq: int) -> str:
+    def _expect_ack(self, first: int, last: int) -> str:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         future.add_done_callback(lambda _: self._slots.release())
-        self._pending[str(seq)] = future
-        return f"{self._prefix}.{seq}"
+        self._pending[f"{first}-{last}"] = future
+        return f"{self._prefix}.{first}-{last}"
 
     async def drain(self, timeout: float = ACK_TIMEOUT) -> None:
         """Wait for every acknowledgement; raise the first failure."""
@@ -145,7 +137,8 @@ class Republisher:
         if futures:
             _, late = await asyncio.wait(futures, timeout=timeout)
             if late and self.failure is None:
-                self.failure = PublishError(f"{len(late)} events not acknowledged within {timeout}s")
+                self.failure = PublishError(f"{len(late)} publishes (events or batches) not acknowledged within {timeout}s: "
+                                            "they may or may not be stored")
         if self.failure is not None:
             raise self.failure
 
@@ -154,8 +147,10 @@ class Republisher:
         future = self._pending.pop(token, None)
         if future is None or future.done():
             return
+        first, _, last = token.partition("-")
+        what = f"the event for sequence {last}" if first == last else f"the batch of sequences {first} to {last}"
         try:
-            problem = _problem(parse_ack(data, headers, f"the event for sequence {token}"), int(token))
+            problem = _problem(parse_ack(data, headers, what), what, int(last))
         except PublishError as error:
             problem = str(error)
         if problem and self.failure is None:
@@ -163,12 +158,12 @@ class Republisher:
         future.set_result(None)
 
 
-def _problem(ack: dict, expected_seq: int) -> str | None:
+def _problem(ack: dict, what: str, last_seq: int) -> str | None:
     error = ack.get("error")
     if error is not None:
-        return f"the event for sequence {expected_seq} was refused: {error.get('description')} (err_code {error.get('err_code')})"
+        return f"{what} was refused: {error.get('description')} (err_code {error.get('err_code')})"
     if ack.get("duplicate"):
-        return f"the event for sequence {expected_seq} has a message id the stream already holds (stored at {ack.get('seq')})"
-    if int(ack["seq"]) != expected_seq:
-        return f"the event for sequence {expected_seq} was stored at {ack['seq']}: another writer is publishing"
+        return f"{what} has a message id the stream already holds (stored at {ack.get('seq')})"
+    if int(ack["seq"]) != last_seq:
+        return f"{what} was stored to end at {ack['seq']}, not {last_seq}: another writer is publishing"
     return None

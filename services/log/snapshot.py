@@ -73,6 +73,12 @@ async def restore_stream(nc: Client, meta: dict, snapshot: Path, *, progress: Pr
     return _raise_on_error(done.data, f"restore of {name}")
 
 
+async def stream_state(nc: Client, stream: str) -> dict:
+    """The server's own account of a stream's state, as a snapshot's ``meta["state"]`` holds it: counts, and the
+    first and last sequences with their store times (nats-py's ``StreamState`` drops the times)."""
+    return (await _api(nc, f"$JS.API.STREAM.INFO.{stream}", {}, f"state of {stream}"))["state"]
+
+
 async def _api(nc: Client, subject: str, request: dict, what: str) -> dict:
     try:
         reply = await nc.request(subject, json.dumps(request).encode(), timeout=REQUEST_TIMEOUT)

@@ -151,3 +151,25 @@ async def test_a_restore_meeting_a_claim_that_already_has_events_stores_nothing_
     assert await claim_log.head() == 1
     assert [stored.seq for stored in await claim_log.read_claim(moved)] == [1]
     assert await claim_log.read_claim(untouched) == []
+
+
+async def test_events_stored_without_a_message_id_come_back_without_one_even_when_they_repeat_an_event_id(
+    nats_url: str, fresh_nats: str, claim_log: ClaimLog, tmp_path: Path
+):
+    claim = random_claim_id()
+    await claim_log.append(claim, [drafted(claim)], expected_seq=0, prev_hash=None)
+    repeated = encode(attached(claim, "s1"))
+    for _ in range(2):  # a producer past services.log: no message id, the same event twice
+        await publish_raw(nats_url, event_subject(claim, "SourceAttached"), repeated)
+    exported = tmp_path / "log.jsonl"
+    assert claimlog("export", "--out", str(exported), nats_url=nats_url, cwd=tmp_path).returncode == 0
+
+    imported = claimlog("import", str(exported), nats_url=fresh_nats, cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    nc = await connect(fresh_nats)
+    try:
+        restored = await _whole_log(ClaimLog(nc, StreamSpec("CLAIMS")))
+    finally:
+        await nc.close()
+    assert _identity(restored) == _identity(await _whole_log(claim_log))
+    assert [s.msg_id is None for s in restored] == [False, True, True]
