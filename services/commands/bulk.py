@@ -125,6 +125,7 @@ class BulkIngest:
         finally:
             for _, fetching in self._coming:
                 fetching.cancel()
+            self._claims.close()
         self.report.rejected.sort(key=lambda e: e.number)
         return self.report
 
