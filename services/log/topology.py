@@ -63,14 +63,16 @@ async def nats_report(nc: Client, stream: str, buckets: Mapping[str, str]) -> di
     js = nc.jetstream(timeout=ASK_TIMEOUT)
     streams: dict[str, Any] = {}
     problems: list[str] = []
-    for name, what in [(stream, "the log"), *buckets.items()]:
-        try:
-            report = stream_report(await asyncio.wait_for(js.stream_info(name), ASK_TIMEOUT))
-        except Exception as error:  # noqa: BLE001 - a stream that cannot be read is reported, not raised
-            if name != stream and "not found" in str(error).lower():
+    asked = [(stream, "the log"), *buckets.items()]
+    # Asked all at once: a stream the connection may not read (a reader's, the token store) costs one wait, not one each.
+    answers = await asyncio.gather(*(asyncio.wait_for(js.stream_info(name), ASK_TIMEOUT) for name, _ in asked), return_exceptions=True)
+    for (name, what), answer in zip(asked, answers, strict=True):
+        if isinstance(answer, Exception):  # a stream that cannot be read is reported, not raised
+            if name != stream and "not found" in str(answer).lower():
                 continue  # a bucket made on first use (no actor added yet, no worker started)
-            problems.append(f"{what} ({name}) could not be read ({_unread(error)})")
+            problems.append(f"{what} ({name}) could not be read ({_unread(answer)})")
             continue
+        report = stream_report(answer)
         streams[name] = report
         problems += problems_of(name, what, report)
     return {
