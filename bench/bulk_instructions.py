@@ -1,12 +1,13 @@
 """Instructions a line costs on the bulk ingest path, counted by callgrind: the same on every run.
 
-    python bench/bulk_instructions.py [--claims 2000 6000] [--per-claim 5] [--against ../other-checkout]
+    python bench/bulk_instructions.py [--claims 2000 6000] [--per-claim 5] [--capacity N] [--against ../other-checkout]
 
 Speed on these shared two-core machines moves by a fifth from one run to the next; an instruction
 count does not. Two files of ``--claims`` claims are written, and each runs through the bulk path
 (``BulkIngest`` into a fresh embedded nats-server, ``sync always``) under ``valgrind --tool=callgrind``,
 the python process only; the difference of the two counts over the difference of the lines is one
-line's cost, with start-up and imports cancelled out. ``--against`` counts another checkout (an
+line's cost, with start-up and imports cancelled out. ``--capacity`` runs with a claim cache that small,
+so that claims are evicted (and read again) as in a file of more claims than the default holds. ``--against`` counts another checkout (an
 earlier commit in a git worktree, say) on the same files in the same run: the peer.
 
 callgrind runs a CPU without SHA extensions, so the three digests of a line count several times what
@@ -25,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 
 
-def count_path(repo: Path, path: Path) -> None:
+def count_path(repo: Path, path: Path, capacity: int) -> None:
     """Run the bulk path of the checkout ``repo`` on ``path`` (the process callgrind watches)."""
     sys.path.insert(0, str(repo))
     from events import Actor
@@ -39,7 +40,8 @@ def count_path(repo: Path, path: Path) -> None:
         nc = await connect(url)
         log = ClaimLog(nc, StreamSpec("CLAIMS"))
         await log.ensure()
-        report = await BulkIngest(log, Actor(id="ingest-bot", kind="model", model="pipeline-2")).run(iter_commands(path))
+        actor = Actor(id="ingest-bot", kind="model", model="pipeline-2")
+        report = await BulkIngest(log, actor, **({"capacity": capacity} if capacity else {})).run(iter_commands(path))
         await nc.drain()
         if report.rejected:
             raise SystemExit(f"{len(report.rejected)} lines rejected: {report.rejected[:3]}")
@@ -48,13 +50,13 @@ def count_path(repo: Path, path: Path) -> None:
         run(ingest(server.url_for("admin")))
 
 
-def instructions(repo: Path, files: list[Path], out: Path) -> list[int]:
+def instructions(repo: Path, files: list[Path], out: Path, *, capacity: int = 0) -> list[int]:
     """callgrind's instruction count of the bulk path on each file, the runs side by side."""
     runs = []
     for number, path in enumerate(files):
         target = out / f"{repo.name}.{number}.callgrind"
         command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={target}",
-                   sys.executable, __file__, "--count", str(repo), str(path)]
+                   sys.executable, __file__, "--count", str(repo), str(path), str(capacity)]
         runs.append((subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True), target))
     counts = []
     for process, target in runs:
@@ -72,11 +74,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--claims", type=int, nargs=2, default=[2000, 6000], metavar=("FEW", "MORE"))
     parser.add_argument("--per-claim", type=int, default=5)
+    parser.add_argument("--capacity", type=int, default=0, help="the claim cache's size (0: the default)")
     parser.add_argument("--against", type=Path, help="another checkout, counted on the same files (the peer)")
-    parser.add_argument("--count", nargs=2, metavar=("REPO", "FILE"), help=argparse.SUPPRESS)
+    parser.add_argument("--count", nargs=3, metavar=("REPO", "FILE", "CAPACITY"), help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.count:
-        count_path(Path(options.count[0]), Path(options.count[1]))
+        count_path(Path(options.count[0]), Path(options.count[1]), int(options.count[2]))
         return
 
     sys.path.insert(0, str(HERE))
@@ -96,10 +99,11 @@ def main() -> None:
         repos = [HERE, *([options.against.resolve()] if options.against else [])]
         per_line = {}
         for repo in repos:
-            small, large = instructions(repo, files, out)
+            small, large = instructions(repo, files, out, capacity=options.capacity)
             per_line[repo] = (large - small) / lines
     peer = per_line.get(options.against.resolve()) if options.against else None
-    table = Table(title=f"Bulk path: instructions a line (callgrind), {few:,} and {more:,} claims x {options.per_claim}")
+    cache = f", a claim cache of {options.capacity:,}" if options.capacity else ""
+    table = Table(title=f"Bulk path: instructions a line (callgrind), {few:,} and {more:,} claims x {options.per_claim}{cache}")
     table.add_column("checkout")
     table.add_column("instructions a line", justify="right")
     table.add_column("vs --against", justify="right")
@@ -110,7 +114,7 @@ def main() -> None:
     if options.against:
         commit = subprocess.run(["git", "-C", str(options.against), "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True)
         against = f"; peer: the checkout at {commit.stdout.strip() or options.against}"
-    record("bulk path instructions a line", per_line[HERE], unit="instructions", peer=peer, note=f"callgrind{against}")
+    record("bulk path instructions a line", per_line[HERE], unit="instructions", peer=peer, note=f"callgrind{cache}{against}")
 
 
 if __name__ == "__main__":

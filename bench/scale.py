@@ -270,7 +270,14 @@ async def publish(url: str, claims: int, per_claim: int) -> tuple[int, dict[int,
 def main(args: argparse.Namespace) -> None:
     if args.small:
         args.events, args.claims = 4_000, 400
-    workdir = Path(tempfile.mkdtemp(prefix="claimlog-scale-"))
+    with tempfile.TemporaryDirectory(prefix="claimlog-scale-") as scratch:  # the server's store: tens of MB a run
+        head, lasts, figures, load = measure(args, Path(scratch))
+    report(head, len(lasts), figures, record_them=not args.no_record, small=args.small, load=load)
+
+
+def measure(args: argparse.Namespace, workdir: Path) -> tuple[int, dict[int, int], dict[int, dict], float]:
+    """The log published, then folded by each number of workers: the head, each partition's last sequence,
+    the figures per number of workers, and the highest load average seen."""
     server = monitored_nats(workdir / "nats", sync=args.sync)
     url = server.start()
     figures: dict[int, dict] = {}
@@ -289,8 +296,7 @@ def main(args: argparse.Namespace) -> None:
                           f"partitions {f['partitions']}, events {f['events']}, sent {f['sent']}")
     finally:
         server.stop()
-    load = max(load, os.getloadavg()[0])
-    report(head, len(lasts), figures, record_them=not args.no_record, small=args.small, load=load)
+    return head, lasts, figures, max(load, os.getloadavg()[0])
 
 
 def report(head: int, partitions: int, figures: dict[int, dict], *, record_them: bool, small: bool, load: float) -> None:

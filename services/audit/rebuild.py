@@ -34,25 +34,37 @@ REBUILD_BATCH = 5000
 REBUILD_TIMEOUT = 24 * 3600.0
 
 
-class _ConsumerUpTo(DurableConsumer):
-    """A consumer that hands over nothing after ``until_seq``, so the rebuild stops exactly there."""
+@dataclass
+class _Replayed:
+    """Events handed to the replay so far, over all its partitions (what its progress bar counts)."""
 
-    def __init__(self, *args, until_seq: int, **kwargs) -> None:
+    events: int = 0
+
+
+class _ConsumerUpTo(DurableConsumer):
+    """A consumer that hands over nothing after ``until_seq``, so the rebuild stops exactly there; it
+    counts each event it hands over once (a redelivery is at or below the highest sequence handed over)."""
+
+    def __init__(self, *args, until_seq: int, replayed: _Replayed, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._until = until_seq
+        self._until, self._replayed, self._highest = until_seq, replayed, 0
 
     async def next_batch(self, **options) -> list[Delivery]:
-        return [d for d in await super().next_batch(**options) if d.seq <= self._until]
+        handed = [d for d in await super().next_batch(**options) if d.seq <= self._until]
+        self._replayed.events += sum(d.seq > self._highest for d in handed)
+        self._highest = max([self._highest, *(d.seq for d in handed)])
+        return handed
 
 
 class _LogUpTo(ClaimLog):
-    def __init__(self, claim_log: ClaimLog, until_seq: int) -> None:
+    def __init__(self, claim_log: ClaimLog, until_seq: int, replayed: _Replayed) -> None:
         super().__init__(claim_log.nc, claim_log.spec)
-        self._until = until_seq
+        self._until, self._replayed = until_seq, replayed
 
     def consumer(self, name: str, *, max_batch: int, partitions: Sequence[int] | None = None) -> DurableConsumer:
         return _ConsumerUpTo(
-            self.nc, self.stream, name, max_batch=max_batch, layout=self.layout, partitions=partitions, until_seq=self._until
+            self.nc, self.stream, name, max_batch=max_batch, layout=self.layout, partitions=partitions,
+            until_seq=self._until, replayed=self._replayed,
         )
 
 
@@ -147,14 +159,15 @@ async def rebuild_checksums(
     with _scratch_engine(live_engine) as scratch:
         upgrade(scratch)
         writer = CheckpointedWriter(scratch, build_projections(), partitions=positions.partitions)
+        replayed = _Replayed()
         for partition, through in sorted(positions.at.items()):
             name = f"verify-{uuid.uuid4().hex[:12]}"
             scope = Scope(partition=partition) if positions.partitions > 1 else Scope()
-            projector = Runner(_LogUpTo(claim_log, through), writer, name=name, batch=REBUILD_BATCH, linger=0.1, scope=scope)
+            projector = Runner(_LogUpTo(claim_log, through, replayed), writer, name=name, batch=REBUILD_BATCH, linger=0.1, scope=scope)
             projector.load_checkpoint()
             try:
                 if through > 0:
-                    async with _reporting(projector, progress):
+                    async with _reporting(replayed, progress):
                         await projector.run_until(through, timeout=REBUILD_TIMEOUT)
             finally:
                 await claim_log.forget_consumer(name)
@@ -203,9 +216,10 @@ def _scratch_engine(live_engine: Engine) -> Iterator[Engine]:
 
 
 @contextlib.asynccontextmanager
-async def _reporting(projector: Runner, progress: Callable[[int], None] | None) -> AsyncIterator[None]:
-    """Report the rebuild's checkpoint every 0.2 s while it runs."""
-    task = asyncio.create_task(_report(projector, progress)) if progress else None
+async def _reporting(replayed: _Replayed, progress: Callable[[int], None] | None) -> AsyncIterator[None]:
+    """Report the events replayed every 0.2 s while a partition's replay runs, and once when it ends
+    (a replay shorter than that would otherwise end its bar where it started)."""
+    task = asyncio.create_task(_report(replayed, progress)) if progress else None
     try:
         yield
     finally:
@@ -213,9 +227,10 @@ async def _reporting(projector: Runner, progress: Callable[[int], None] | None) 
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            progress(replayed.events)
 
 
-async def _report(projector: Runner, progress: Callable[[int], None]) -> None:
+async def _report(replayed: _Replayed, progress: Callable[[int], None]) -> None:
     while True:
-        progress(projector.checkpoint)
+        progress(replayed.events)
         await asyncio.sleep(0.2)

@@ -142,12 +142,13 @@ def import_(
 
 async def _import(settings: Settings, path: Path, window: int) -> int:
     from services.audit.export import ExportFileError, ImportRefused, import_file
+    from services.commands.bulk_lines import count_lines
     from services.log import LogError
 
     async with open_log(settings, client_name="claimlog-import", role="admin") as claim_log:
         try:
             with _progress() as progress:
-                bar = _bar(progress, "import", None)
+                bar = _bar(progress, "import", count_lines(path))  # an event a line
                 imported = await import_file(claim_log, path, window=window, progress=bar)
         except (ExportFileError, ImportRefused) as error:
             console.print(f"[red]refused[/red]: {error}; nothing was published", highlight=False)
@@ -176,18 +177,19 @@ def _progress() -> Progress:
 
 
 def _bar(progress: Progress, name: str, total: int | None):
-    """A callback setting the task to a sequence, redrawn at most every 0.1 s (Rich's speed is not free)."""
+    """A callback setting the task to a count, every call (the bar ends where the work did); its rate
+    is worked out at most every 0.1 s (Rich's speed is not free)."""
     task, last = None, 0.0
 
     def update(done: int) -> None:
         nonlocal task, last
-        now = time.monotonic()
-        if now - last < 0.1 and done != total:
-            return
-        last = now
         if task is None:  # shown from the first update: a step that does not run shows no bar
             task = progress.add_task(name, total=total, rate="")
-        speed = next(t for t in progress.tasks if t.id == task).speed
-        progress.update(task, completed=done, rate=f"{speed:,.0f}/s" if speed else "")
+        progress.update(task, completed=done)
+        now = time.monotonic()
+        if now - last >= 0.1 or done == total:
+            last = now
+            speed = next(t for t in progress.tasks if t.id == task).speed
+            progress.update(task, rate=f"{speed:,.0f}/s" if speed else "")
 
     return update

@@ -10,10 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from services.actors import BUCKET
 from services.cli.setup import setup
-from services.log.buckets import bucket_stream
 from services.log.topology import nats_report
+from services.registry_buckets import registry_buckets
 
 if TYPE_CHECKING:
     from services.projector.applied import Applied
@@ -40,7 +39,7 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print the repor
     async def gather() -> dict[str, Any]:
         async with open_log(settings, client_name="claimlog-status", role="admin", create=False) as claim_log:
             found = await applied(claim_log, generations.active()[1])
-            report = {"nats": await nats_report(claim_log.nc, claim_log.stream, bucket_stream(BUCKET)), "head": found.head}
+            report = {"nats": await nats_report(claim_log.nc, claim_log.stream, registry_buckets(claim_log.stream)), "head": found.head}
             report["projections"] = _positions(found)
             if (partitions := await partition_section(claim_log, generations.active()[1])) is not None:
                 report["partitions"] = partitions

@@ -135,6 +135,7 @@ class BulkIngest:
             for _, fetching in self._coming:
                 fetching.cancel()
             await self._slugs.give_back_many(self._slugs_taken)  # those whose drafts the log does not hold
+            self._claims.close()
         self.report.rejected.sort(key=lambda e: e.number)
         return self.report
 

@@ -4,7 +4,8 @@ What is kept per claim: its decision state (``ClaimState``, which grows with the
 not with the file), the sequence of its last acknowledged event, how many of its events wait for an
 acknowledgement, and the counts of its identical lines (for derived event ids). A claim with events
 waiting is never evicted; the others leave least recently used first, and come back by reading the
-claim again. Memory is bounded by ``capacity`` claims plus those of the batches in flight.
+claim again and taking back the counts of its identical lines, kept off the heap meanwhile
+(``bulk_copies``). Memory is bounded by ``capacity`` claims plus those of the batches in flight.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
+from services.commands.bulk_copies import EvictedCopies
 from services.commands.state import ClaimState, claim_state
 from services.log import ClaimLog
 
@@ -39,6 +41,7 @@ class ClaimCache:
         self._log, self._capacity = log, capacity
         self._slots: OrderedDict[str, ClaimSlot] = OrderedDict()
         self._touched: set[str] | None = None  # claims read, held or evicted while a prefetch runs
+        self._evicted = EvictedCopies()  # the counts of identical lines of the claims let go
 
     def peek(self, claim_id: str) -> ClaimSlot | None:
         """The claim's slot if it is held and usable as it is (no read needed), else None."""
@@ -56,7 +59,8 @@ class ClaimCache:
             return slot
         self._touch(claim_id)
         state = claim_state(claim_id, await self._log.read_claim(claim_id))
-        fresh = ClaimSlot(state, state.head_seq, copies=slot.copies if slot else Counter())
+        copies = slot.copies if slot else self._evicted.take([claim_id]).get(claim_id, Counter())
+        fresh = ClaimSlot(state, state.head_seq, copies=copies)
         self._slots[claim_id] = fresh
         self._slots.move_to_end(claim_id)
         self._evict(keep=claim_id)
@@ -73,28 +77,30 @@ class ClaimCache:
         missing = [c for c in claim_ids if (slot := self._slots.get(c)) is None or slot.stale]
         if not missing:
             return
+        kept = self._evicted.take([c for c in missing if c not in self._slots])
         touched = self._touched = set()
         try:
             asked = [c for c in missing if c not in new]
             existing = await self._log.claims_with_events(asked) if asked else set()
             for claim_id in missing:
                 if claim_id not in existing:
-                    self._put(claim_id, [], touched, presumed=claim_id in new)  # nothing to read: no events yet
+                    self._put(claim_id, [], touched, kept, presumed=claim_id in new)  # nothing to read: no events yet
             reads = [c for c in missing if c in existing]
             for start in range(0, len(reads), READS_AT_ONCE):
                 group = reads[start : start + READS_AT_ONCE]
                 for claim_id, stored in zip(group, await asyncio.gather(*(self._log.read_claim(c) for c in group)), strict=True):
-                    self._put(claim_id, stored, touched)
+                    self._put(claim_id, stored, touched, kept)
         finally:
             self._touched = None
         self._evict(keep="")
 
-    def _put(self, claim_id: str, stored: list, touched: set[str], *, presumed: bool = False) -> None:
+    def _put(self, claim_id: str, stored: list, touched: set[str], kept: dict[str, Counter[int]], *, presumed: bool = False) -> None:
         slot = self._slots.get(claim_id)
         if claim_id in touched or (slot is not None and not slot.stale):
             return
         state = claim_state(claim_id, stored)
-        self._slots[claim_id] = ClaimSlot(state, state.head_seq, copies=slot.copies if slot else Counter(), presumed=presumed)
+        copies = slot.copies if slot else kept.get(claim_id, Counter())
+        self._slots[claim_id] = ClaimSlot(state, state.head_seq, copies=copies, presumed=presumed)
 
     def drafted(self, claim_id: str) -> bool:
         """Whether the claim is held and drafted (a claim not held is taken to be not drafted)."""
@@ -123,11 +129,15 @@ class ClaimCache:
             if slot is not None:
                 slot.stale, slot.unacked, slot.presumed = True, 0, False
 
+    def close(self) -> None:
+        """Let go of the counts kept for evicted claims (the run is over)."""
+        self._evicted.close()
+
     def __len__(self) -> int:
         return len(self._slots)
 
     def _evict(self, *, keep: str) -> None:
-        checked = 0
+        checked, evicted = 0, []
         while len(self._slots) > self._capacity and checked < len(self._slots):
             claim_id, slot = next(iter(self._slots.items()))
             if slot.unacked or claim_id == keep:
@@ -136,6 +146,8 @@ class ClaimCache:
             else:
                 del self._slots[claim_id]
                 self._touch(claim_id)
+                evicted.append((claim_id, slot.copies))
+        self._evicted.keep(evicted)
 
     def _touch(self, claim_id: str) -> None:
         if self._touched is not None:

@@ -3,7 +3,8 @@ and given the event id it is published under; and the report of a run.
 
 A line's event id is its own ``event_id``, or derived from the actor, the line's bytes and how many
 identical lines of the same claim came before it (counted in the claim's entry of the ingest's claim
-cache), so a re-run derives the same ids and publishes nothing new.
+cache, and kept for the run when the claim is evicted), so a re-run derives the same ids and publishes
+nothing new, whatever the cache held.
 """
 
 from __future__ import annotations

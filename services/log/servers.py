@@ -23,6 +23,10 @@ FIRST_CONNECT_SECONDS = 10.0
 REPEAT_QUIET_SECONDS = 10.0  # the same connection error is logged at most this often
 INBOX_ROOT = "_INBOX"
 _SUBJECT_TOKEN = re.compile(r"[A-Za-z0-9_-]+")
+# nats-py upgrades a connection to TLS with ``loop.start_tls`` and a new ``StreamReaderProtocol``, which
+# start_tls never tells it is connected: it takes itself to be on plain TCP and asks to stay open at EOF.
+# asyncio's SSL protocol closes anyway, and warns with this (its exact text) each time a server ends one.
+START_TLS_EOF_WARNING = "returning true from eof_received() has no effect when using ssl"
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class NatsTls:
     def context(self) -> ssl.SSLContext:
         """A client TLS context that checks the server's certificate and name; a missing or unreadable file
         is a ``LogError`` naming it and its setting."""
+        _drop_start_tls_eof_warning()
         try:
             context = ssl.create_default_context(cafile=str(self.ca) if self.ca else None)
         except (OSError, ssl.SSLError) as error:
@@ -50,6 +55,20 @@ class NatsTls:
                     f"(CLAIMLOG_NATS_TLS_CERT, CLAIMLOG_NATS_TLS_KEY): {error}"
                 ) from None
         return context
+
+
+class _StartTlsEof(logging.Filter):
+    """Drops asyncio's warning about nats-py's upgraded connections, and only that."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != START_TLS_EOF_WARNING
+
+
+def _drop_start_tls_eof_warning() -> None:
+    """Filter the warning out of asyncio's log, once in the process (wherever a NATS TLS context is made)."""
+    asyncio_log = logging.getLogger("asyncio")
+    if not any(isinstance(f, _StartTlsEof) for f in asyncio_log.filters):
+        asyncio_log.addFilter(_StartTlsEof())
 
 
 async def connect(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from nats.aio.client import Client
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js.errors import NotFoundError
 
 from events import Event
 from events.subjects import DEFAULT_LAYOUT, LogLayout
@@ -22,6 +23,7 @@ from services.log.signing import Signer, sign_messages
 WRONG_LAST_SEQUENCE = 10071
 BATCH_DUPLICATE_MSG_ID = 10201
 MAX_BATCH = 1000
+ASK_TIMEOUT = 2.0  # seconds to ask the stream why an append went unanswered
 MESSAGE_ID_NAMESPACE = uuid.UUID("0d7c4f3e-9a52-5b1e-8c47-2f6e1a9b3d80")
 _NAMESPACE_BYTES = MESSAGE_ID_NAMESPACE.bytes
 # A UUID's variant digit (RFC 9562: 10xx) for each hex digit a digest has in its place: a lookup, not a parse.
@@ -75,7 +77,7 @@ async def append(
     for subject, data, headers in messages[:-1]:
         await nc.publish(subject, data, headers=headers)
     subject, data, headers = messages[-1]
-    ack = await _request(nc, subject, data, headers, timeout)
+    ack = await _request(nc, stream, subject, data, headers, timeout)
     try:
         return interpret_ack(ack, claim_id, expected_seq, count=len(linked), last_hash=event_hash(data))
     except (ConflictError, AlreadyStored) as refusal:
@@ -145,11 +147,11 @@ def batch_headers(
     ]
 
 
-async def _request(nc: Client, subject: str, data: bytes, headers: dict[str, str], timeout: float) -> dict:
+async def _request(nc: Client, stream: str, subject: str, data: bytes, headers: dict[str, str], timeout: float) -> dict:
     try:
         reply = await nc.request(subject, data, headers=headers, timeout=timeout)
     except NoRespondersError:
-        raise PublishError(f"no stream stores {subject}: is the claim stream created?") from None
+        raise PublishError(await unanswered(nc, stream, subject)) from None
     except (NatsTimeoutError, TimeoutError):
         raise PublishError(
             f"no acknowledgement for {subject} within {timeout}s: the events may or may not be stored; "
@@ -158,15 +160,39 @@ async def _request(nc: Client, subject: str, data: bytes, headers: dict[str, str
     return parse_ack(reply.data, reply.headers, f"the append to {subject}")
 
 
+async def unanswered(nc: Client, stream: str, subject: str) -> str:
+    """Why nothing answered an append on ``subject`` (a 503: nothing was stored), asked of the stream: only
+    its leader stores, so while one is elected (a node left or restarted) nothing answers, as when no
+    stream stores the subject at all."""
+    try:
+        info = await nc.jetstream(timeout=ASK_TIMEOUT).stream_info(stream)
+    except NotFoundError:
+        return f"no stream stores {subject}: is the claim stream created?"
+    except Exception as error:  # noqa: BLE001 - JetStream's own API does not answer either
+        return (
+            f"nothing was stored on {subject}: JetStream does not answer either ({type(error).__name__}): the cluster is "
+            "electing a leader, or fewer than a majority of its nodes are up; retry in a few seconds"
+        )
+    if info.cluster is not None and not info.cluster.leader:
+        return f"nothing was stored on {subject}: the log ({stream}) is electing a leader; retry in a few seconds"
+    return (
+        f"nothing was stored on {subject}: the log ({stream}) was electing a leader until now (retry), or does not "
+        "store that subject (is the claim stream created with this subject prefix?)"
+    )
+
+
 def parse_ack(data: bytes, headers: object, what: str) -> dict:
-    """An acknowledgement's JSON; a reply that is none (a 503 status: no stream stores the subject) is a
+    """An acknowledgement's JSON; a reply that is none (a 503 status: no stream leader answered) is a
     PublishError saying ``what`` was not stored ("the append to CLM-0338", "the event for sequence 7")."""
     try:
         ack = json.loads(data)
     except ValueError:
         status = headers.get("Status") if headers else None  # RawHeaders or nats-py's dict
         if status == "503":
-            raise PublishError(f"{what} was not stored: no stream stores its subject (is the claim stream created?)") from None
+            raise PublishError(
+                f"{what} was not stored: no stream stores its subject right now: the log may be electing a leader "
+                "(retry in a few seconds), or the claim stream is not created"
+            ) from None
         raise PublishError(f"{what}: the server's answer is not an acknowledgement: {data[:200]!r}") from None
     if not isinstance(ack, dict):
         raise PublishError(f"{what}: the server's answer is not an acknowledgement: {data[:200]!r}")

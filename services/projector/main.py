@@ -29,6 +29,9 @@ from services.runtime.db import make_engine, require_current
 from services.runtime.settings import Settings
 
 log = logging.getLogger(__name__)
+# FastStream's own loggers write to the streams they find, in colour whether or not those are terminals;
+# through this one its lines go where the process's other lines go, formatted as they are.
+faststream_log = logging.getLogger("claimlog.faststream")
 
 
 class ProjectorService:
@@ -51,8 +54,9 @@ class ProjectorService:
             error_cb=ErrorLog(nats_url).report,  # FastStream says nothing while it cannot connect
             security=security,
             inbox_prefix=inbox_prefix(user),
+            logger=faststream_log,
         )
-        self.app = FastStream(self.broker)
+        self.app = FastStream(self.broker, logger=faststream_log)
         self.app.after_startup(self._start)
         self.app.on_shutdown(self._stop)
         self._stop_event = asyncio.Event()

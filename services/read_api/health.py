@@ -5,21 +5,20 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from services.actors import BUCKET
-from services.log.buckets import bucket_stream
 from services.log.topology import nats_report
 from services.read_api import lag
 from services.read_api.deps import DB
 from services.read_api.partitions import partition_section
 from services.read_api.state import api_state
+from services.registry_buckets import registry_buckets
 
 router = APIRouter(tags=["operations"])
 
 
 @router.get("/health")
 async def health(request: Request, db: DB) -> JSONResponse:
-    """Each projection's position and lag behind the log, and the NATS nodes that hold the log and the token
-    store (which leads each, which copies are current); on a partitioned log, each projector worker with
+    """Each projection's position and lag behind the log, and the NATS nodes that hold the log and its
+    buckets (which leads each, which copies are current); on a partitioned log, each projector worker with
     the partitions it holds, their epochs and lag, and the partitions no worker holds. 503 when the read
     models cannot be read, status ``degraded`` when a copy is missing or behind."""
     try:
@@ -35,7 +34,7 @@ async def health(request: Request, db: DB) -> JSONResponse:
     if (partitions := await partition_section(claim_log, db)) is not None:
         body["partitions"] = partitions  # each worker with the partitions it holds, its epoch and lag
     if claim_log is not None:
-        body["nats"] = await nats_report(claim_log.nc, claim_log.stream, bucket_stream(BUCKET))
+        body["nats"] = await nats_report(claim_log.nc, claim_log.stream, registry_buckets(claim_log.stream))
         if body["nats"]["problems"]:
             body["status"] = "degraded"
     return JSONResponse(body)

@@ -59,7 +59,7 @@ def run_up(settings: Settings, *, sample: bool, host: str, port: int, cluster: i
             return 1
         if sample and not supervisor.stopping:
             asyncio.run(ingest_files(as_role(settings, "writer"), sample_pages(), console))
-        _announce(settings, base, local)
+        _announce(settings, base, local, sample=sample)
         supervisor.watch()
         return 0
     finally:
@@ -132,17 +132,19 @@ def as_role(settings: Settings, role: str) -> Settings:
     return settings.model_copy(update=update)
 
 
-def _announce(settings: Settings, base: str, local: EmbeddedNats | LocalCluster | None) -> None:
+def _announce(settings: Settings, base: str, local: EmbeddedNats | LocalCluster | None, *, sample: bool) -> None:
     where = "NATS"
     if isinstance(local, LocalCluster):
         where = f"local NATS cluster of {len(local.nodes)} nodes ({settings.nats_replicas} replicas)"
     elif local is not None:
         where = "embedded nats-server"
     users = "" if settings.nats_url else f"NATS users {(settings.data_dir / USERS_FILE).resolve()}\n"
+    # The sample's claim exists only when the sample pages were loaded; the listing always does.
+    claims = f"a claim    {base}/claims/CLM-0338" if sample else f"claims     {base}/claims  (none yet: --sample loads three)"
     console.print(
         Panel.fit(
             f"HTTP API   {base}  (docs: {base}/docs, events: {base}/asyncapi)\n"
-            f"a claim    {base}/claims/CLM-0338\n"
+            f"{claims}\n"
             f"to write   claimlog actors add NAME --kind person  (prints a bearer token)\n"
             f"log        {where} at {redact(role_url(settings, 'admin'))}\n"
             f"stream     {settings.stream}\n"

@@ -7,6 +7,7 @@ tests/cluster/test_up_cluster.py."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import ssl
 import stat
@@ -109,3 +110,15 @@ def test_claimlog_clients_trust_the_data_directorys_authority_unless_told_otherw
     assert nats_tls(Settings(data_dir=tmp_path / "single")) is None  # the embedded single server: plain text on loopback
     with pytest.raises(ValueError, match="CLAIMLOG_NATS_TLS_CERT and CLAIMLOG_NATS_TLS_KEY go together"):
         Settings(nats_tls_cert=tmp_path / "c.pem")
+
+
+def test_a_tls_connection_closes_without_asyncios_warning_about_eof(cluster: LocalCluster, caplog: pytest.LogCaptureFixture):
+    async def connect_and_close() -> None:
+        nc = await connect(cluster.url_for("admin"), tls=cluster.tls)
+        assert (await nc.jetstream().account_info()).streams >= 0  # the connection works over TLS
+        await nc.close()
+
+    with caplog.at_level(logging.DEBUG, logger="asyncio"):
+        for _ in range(3):
+            asyncio.run(connect_and_close())
+    assert not [record for record in caplog.records if "eof_received" in record.getMessage()], caplog.text

@@ -65,3 +65,13 @@ async def test_an_append_no_stream_stores_fails_at_once_with_why(nats_url: str):
                 await asyncio.wait_for(future, 10)  # before: the future was never resolved
     finally:
         await nc.close()
+
+
+async def test_a_single_append_no_stream_stores_says_the_stream_is_missing_not_an_election(nats_url: str):
+    nc = await connect(nats_url)  # no stream created on this server: asked why, the server has none to name
+    try:
+        claim_id = random_claim_id()
+        with pytest.raises(PublishError, match=r"^no stream stores claims\.\S+: is the claim stream created\?$"):
+            await ClaimLog(nc, StreamSpec("CLAIMS")).append(claim_id, [drafted(claim_id)], expected_seq=0, prev_hash=None)
+    finally:
+        await nc.close()

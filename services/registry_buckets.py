@@ -1,0 +1,24 @@
+"""The key-value buckets claimlog keeps beside a registry's log, each with what it holds: what ``claimlog
+status`` and ``GET /health`` report on, beside the log itself, since a bucket whose copies are lost or
+leaderless stops writes as surely as the log (tokens, slugs, the shared rate limit) or the projector
+workers (their leases)."""
+
+from __future__ import annotations
+
+from events.subjects import DEFAULT_STREAM
+from services.actors import actors_bucket
+from services.commands.shared_state import RATES, SLUGS, bucket_name
+from services.keys import keys_bucket
+from services.log.buckets import bucket_stream
+from services.projector.leases import leases_bucket
+
+
+def registry_buckets(stream: str = DEFAULT_STREAM) -> dict[str, str]:
+    """The streams of the registry's buckets (``KV_<bucket>``), each with what the bucket holds, in words."""
+    return {
+        bucket_stream(actors_bucket(stream)): "the token store",
+        bucket_stream(keys_bucket(stream)): "the key registry",
+        bucket_stream(bucket_name(SLUGS, stream)): "the slugs' owners",
+        bucket_stream(bucket_name(RATES, stream)): "the shared rate limit",
+        bucket_stream(leases_bucket(stream)): "the partition leases",
+    }
