@@ -22,7 +22,9 @@ class DatabaseNotReadyError(RuntimeError):
     """The database schema is not at the version this code needs."""
 
 
-def make_engine(url: str, *, schema: str | None = None, scratch: bool = False, create: bool = True) -> Engine:
+def make_engine(
+    url: str, *, schema: str | None = None, scratch: bool = False, create: bool = True, wait_bound: float | None = None
+) -> Engine:
     """An engine for the read models, tuned for its dialect; on PostgreSQL, in ``schema`` when given
     (every statement, migrations included, then resolves names there first).
 
@@ -32,7 +34,12 @@ def make_engine(url: str, *, schema: str | None = None, scratch: bool = False, c
     file back in write-ahead-log mode when it connects.
 
     ``create=False`` (SQLite): connecting to a file that does not exist is a ``DatabaseNotReadyError``
-    instead of an empty file made on the way (only ``upgrade`` makes the read-model database)."""
+    instead of an empty file made on the way (only ``upgrade`` makes the read-model database).
+
+    ``wait_bound`` (PostgreSQL): no session waits for a lock, nor stays idle inside a transaction,
+    longer than this many seconds (``lock_timeout``, ``idle_in_transaction_session_timeout``). A
+    projector worker's is below its lease (``session_bound``): a worker paused inside a transaction
+    loses its session, and its row locks, before another worker can take its partitions."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     if url.startswith("sqlite"):
@@ -42,8 +49,19 @@ def make_engine(url: str, *, schema: str | None = None, scratch: bool = False, c
         if not create and path and path != ":memory:":
             event.listen(engine, "do_connect", lambda *_: _require_file(Path(path), engine))
         return engine
-    connect_args = {"options": f"-csearch_path={schema}"} if schema else {}
+    options = [f"-csearch_path={schema}"] if schema else []
+    if wait_bound is not None:
+        bound = max(1, round(wait_bound * 1000))  # milliseconds; 0 would turn the timeouts off
+        options += [f"-clock_timeout={bound}", f"-cidle_in_transaction_session_timeout={bound}"]
+    connect_args = {"options": " ".join(options)} if options else {}
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, connect_args=connect_args)
+
+
+def session_bound(lease_seconds: float) -> float:
+    """How long a projector worker's database session may wait or idle in a transaction: a quarter of
+    the lease. Paused after its last renewal (at most a third of the lease and a look before the
+    pause), its session ends before the lease lapses, so no other worker ever waits on its rows."""
+    return lease_seconds / 4
 
 
 def _require_file(path: Path, engine: Engine) -> None:
