@@ -10,11 +10,13 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, ExceptionContext, create_engine, event
+from sqlalchemy.exc import OperationalError
 
 import migrations
 
 MIGRATIONS_DIR = Path(migrations.__file__).parent
+IDLE_IN_TRANSACTION_ENDED = "25P03"  # PostgreSQL's idle_in_transaction_session_timeout, as it ends a session
 SORT_THREADS = min(os.cpu_count() or 1, 4)  # SQLite's helper threads for a scratch file's sorts
 
 
@@ -54,7 +56,19 @@ def make_engine(
         bound = max(1, round(wait_bound * 1000))  # milliseconds; 0 would turn the timeouts off
         options += [f"-clock_timeout={bound}", f"-cidle_in_transaction_session_timeout={bound}"]
     connect_args = {"options": " ".join(options)} if options else {}
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, connect_args=connect_args)
+    engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, connect_args=connect_args)
+    if wait_bound is not None:
+        event.listen(engine, "handle_error", _session_ended)
+    return engine
+
+
+def _session_ended(context: ExceptionContext) -> OperationalError | None:
+    """A session ended by the server for idling in its transaction is gone like one cut off by a
+    restart: an ``OperationalError`` (retried), not the ``InternalError`` psycopg raises for it."""
+    if getattr(context.original_exception, "sqlstate", None) != IDLE_IN_TRANSACTION_ENDED:
+        return None
+    context.is_disconnect = True  # the pool drops the connection
+    return OperationalError(context.statement, context.parameters, context.original_exception, connection_invalidated=True)
 
 
 def session_bound(lease_seconds: float) -> float:

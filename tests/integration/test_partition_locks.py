@@ -6,6 +6,7 @@ PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from sqlalchemy import Engine, insert, select, text
@@ -19,6 +20,7 @@ from services.projector import Runner, Scope
 from services.projector.parking import lock_checkpoints, parked_rows
 from services.projector.retry import retry_parked
 from services.projector.writer import CheckpointedWriter
+from services.runtime.db import make_engine, session_bound
 from tests.builders import attached, history
 from tests.integration.test_parking import _clean_replay, poison
 from tests.integration.test_projector import append_history
@@ -50,6 +52,40 @@ def test_on_postgresql_a_partition_lock_leaves_the_other_partitions_free_and_a_r
             lock_checkpoints(retry)  # every row, as a retry takes them: waits for the partition's commit
         retry.rollback()
         holder.rollback()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_on_postgresql_a_workers_session_waits_for_no_lock_and_idles_in_no_transaction_past_its_bound(engine: Engine):
+    with engine.begin() as conn:
+        conn.execute(insert(checkpoints), [{"name": "a", "share": k, "shares": 2, "version": 1, "last_seq": 0} for k in range(2)])
+    bound = session_bound(2.0)
+    bounded = make_engine(engine.url.render_as_string(hide_password=False), wait_bound=bound)
+    try:
+        with engine.connect() as holder, bounded.connect() as waiting, bounded.connect() as idle:
+            holder.begin()
+            lock_checkpoints(holder)
+            waiting.begin()
+            started = time.monotonic()
+            with pytest.raises(OperationalError, match="lock timeout"):
+                lock_checkpoints(waiting)  # the holder never lets go: the wait ends at the bound
+            assert time.monotonic() - started < 2 * bound
+            waiting.rollback()
+            holder.rollback()
+            idle.begin()
+            lock_checkpoints(idle)
+            # Left idle inside its transaction (a worker paused there), the session is ended: its
+            # locks go before its leases can lapse, and another session takes them at once.
+            with engine.connect() as other:
+                other.begin()
+                other.execute(text("SET LOCAL lock_timeout = '10s'"))
+                started = time.monotonic()
+                lock_checkpoints(other)
+                assert time.monotonic() - started < 2 * bound
+                other.rollback()
+            with pytest.raises(OperationalError):
+                idle.execute(select(checkpoints.c.name))
+    finally:
+        bounded.dispose()
 
 
 async def test_a_parked_claim_in_one_partition_is_retried_while_the_other_partition_goes_on(
