@@ -21,11 +21,13 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -53,18 +55,20 @@ class Appender:
     def __init__(self, claim_log: ClaimLog, rate: float) -> None:
         self._log, self._every = claim_log, 1 / rate
         self.acked: list[tuple[float, int, int]] = []  # (when, sequence, partition)
+        self.failed: Counter[str] = Counter()  # appends refused or unanswered, by error
         self.stop = asyncio.Event()
 
     async def run(self) -> None:
         while not self.stop.is_set():
-            n = random.randrange(10**8)
+            n = random.randrange(10**7, 10**8)  # eight digits, as draft() writes them
             while not self.stop.is_set():
                 try:
-                    appended = await asyncio.wait_for(self._log.append(f"CLM-{n:08d}", [draft(n)], expected_seq=0, prev_hash=None), 5)
-                except Exception:  # noqa: BLE001 - a failover answers with errors and timeouts: try again
+                    appended = await asyncio.wait_for(self._log.append(f"CLM-{n}", [draft(n)], expected_seq=0, prev_hash=None), 5)
+                except Exception as error:  # noqa: BLE001 - a failover answers with errors and timeouts: try again
+                    self.failed[type(error).__name__] += 1
                     await asyncio.sleep(0.05)
                     continue
-                self.acked.append((time.monotonic(), appended.last_seq, self._log.layout.partition_of(f"CLM-{n:08d}")))
+                self.acked.append((time.monotonic(), appended.last_seq, self._log.layout.partition_of(f"CLM-{n}")))
                 break
             await asyncio.sleep(self._every)
 
@@ -152,8 +156,12 @@ async def one_round(home: Path, *, lease: float, workers: int, rate: float) -> t
                 processes = [worker(cluster, database, f"w{i}", lease=lease, log_to=home / f"w{i}.log") for i in range(workers)]
                 appender = Appender(claim_log, rate)
                 appending = asyncio.create_task(appender.run())
-                await _until(lambda: len(positions(engine)) == DEFAULT_PARTITIONS and bool(appender.acked)
-                             and min(positions(engine).values()) >= appender.acked[0][1], 120)
+                try:
+                    await _until(lambda: len(positions(engine)) == DEFAULT_PARTITIONS and len(appender.acked) > 100
+                                 and min(positions(engine).values()) >= appender.acked[0][1], 120)
+                except TimeoutError:
+                    raise RuntimeError(f"no steady state: {len(appender.acked)} appended, failures {dict(appender.failed)}, "
+                                       f"checkpoints {positions(engine)}") from None
                 together = await lead_together(claim_log, DEFAULT_STREAM, f"KV_{bucket}")
                 victim = await leader(claim_log, DEFAULT_STREAM)
                 await asyncio.sleep(2 * lease / 3)  # the leases renewed at least once since the step-downs
@@ -167,7 +175,11 @@ async def one_round(home: Path, *, lease: float, workers: int, rate: float) -> t
                 for process in processes:
                     process.terminate()
                 for process in processes:
-                    process.wait(30)
+                    try:
+                        process.wait(15)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                        process.wait()
     finally:
         engine.dispose()
         with admin.connect() as conn:
@@ -182,10 +194,16 @@ async def _until(condition, timeout: float) -> None:
             await asyncio.sleep(0.1)
 
 
-async def main(lease: float, workers: int, rate: float, rounds: int) -> None:
+async def main(lease: float, workers: int, rate: float, rounds: int, *, keep: bool = False) -> None:
     for n in range(rounds):
-        with tempfile.TemporaryDirectory(prefix="claimlog-failover-") as tmp:
-            resumed, folded, led = await one_round(Path(tmp), lease=lease, workers=workers, rate=rate)
+        home = Path(tempfile.mkdtemp(prefix="claimlog-failover-"))
+        try:
+            resumed, folded, led = await one_round(home, lease=lease, workers=workers, rate=rate)
+        finally:
+            if keep:
+                print(f"the run's directory: {home}")
+            else:
+                shutil.rmtree(home, ignore_errors=True)
         slowest = max(folded.values(), default=float("inf"))
         missing = DEFAULT_PARTITIONS - len(folded)
         print(f"round {n + 1}: killed the node leading {led}; writes resumed after {resumed:.1f} s; "
@@ -203,5 +221,6 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rate", type=float, default=100, help="appends a second")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--keep", action="store_true", help="keep the run's directory (the workers' logs, the nodes' stores)")
     args = parser.parse_args()
-    asyncio.run(main(args.lease, args.workers, args.rate, args.rounds))
+    asyncio.run(main(args.lease, args.workers, args.rate, args.rounds, keep=args.keep))

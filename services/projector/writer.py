@@ -94,7 +94,9 @@ class CheckpointedWriter:
         """Take ``partition`` at ``epoch``: its checkpoint (registering new projections at 0), with the
         row's epoch raised to ``epoch`` so that an older owner's commits are refused from now on."""
         with self.engine.begin() as conn:
-            lock_checkpoints(conn)  # the other partitions' writers start at the same moment
+            # Its own rows only: other workers' partitions commit meanwhile (a claim that locked every
+            # row waited on their commits, and could deadlock with one holding rows in another order).
+            lock_checkpoints(conn, *self._row(partition))
             rows = claim_rows(conn, self.projections, partition=partition, partitions=self.partitions)
             if (newer := max(row.epoch for row in rows)) > epoch:
                 return Refused(rows[0].last_seq, newer, f"partition {partition} is owned at epoch {newer}, above {epoch}", partition)

@@ -88,6 +88,24 @@ def test_on_postgresql_a_workers_session_waits_for_no_lock_and_idles_in_no_trans
         bounded.dispose()
 
 
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_on_postgresql_claiming_a_partition_waits_on_no_other_partitions_rows(engine: Engine):
+    projections = build_projections()
+    with engine.begin() as conn:
+        conn.execute(insert(checkpoints), [
+            {"name": p.name, "share": k, "shares": 4, "version": p.version, "last_seq": 0} for p in projections for k in range(4)
+        ])
+    bounded = make_engine(engine.url.render_as_string(hide_password=False), wait_bound=0.5)
+    try:
+        with engine.connect() as holder:
+            holder.begin()
+            lock_checkpoints(holder, checkpoints.c.share == 1, checkpoints.c.shares == 4)  # another worker's commit in flight
+            assert CheckpointedWriter(bounded, projections, partitions=4).claim(2, epoch=7) == 0
+            holder.rollback()
+    finally:
+        bounded.dispose()
+
+
 async def test_a_parked_claim_in_one_partition_is_retried_while_the_other_partition_goes_on(
     monkeypatch: pytest.MonkeyPatch, claim_log: ClaimLog, engine: Engine, replay_engine: Engine
 ):
