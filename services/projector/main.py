@@ -20,6 +20,7 @@ from services.log import ClaimLog, LogError
 from services.log.servers import ErrorLog, connect, inbox_prefix, split_credentials
 from services.projector.leases import Leases, leases_bucket
 from services.projector.live import Projector
+from services.projector.sessions import session_name
 from services.projector.shares import level
 from services.projector.worker import Worker
 from services.rebuild.generations import Generations
@@ -117,7 +118,9 @@ class ProjectorService:
             claim_log.nc.jetstream(), name, ttl=self.settings.lease_seconds, replicas=self.settings.nats_replicas,
             bucket=leases_bucket(claim_log.stream),
         )
-        generations = Generations(self.settings.resolved_database_url(), wait_bound=session_bound(self.settings.lease_seconds))
+        generations = Generations(
+            self.settings.resolved_database_url(), wait_bound=session_bound(self.settings.lease_seconds), session_name=session_name(name)
+        )
         try:
             worker = Worker(
                 claim_log, leases, generations.home, build_projections,

@@ -25,7 +25,8 @@ class DatabaseNotReadyError(RuntimeError):
 
 
 def make_engine(
-    url: str, *, schema: str | None = None, scratch: bool = False, create: bool = True, wait_bound: float | None = None
+    url: str, *, schema: str | None = None, scratch: bool = False, create: bool = True, wait_bound: float | None = None,
+    session_name: str | None = None,
 ) -> Engine:
     """An engine for the read models, tuned for its dialect; on PostgreSQL, in ``schema`` when given
     (every statement, migrations included, then resolves names there first).
@@ -41,7 +42,8 @@ def make_engine(
     ``wait_bound`` (PostgreSQL): no session waits for a lock, nor stays idle inside a transaction,
     longer than this many seconds (``lock_timeout``, ``idle_in_transaction_session_timeout``). A
     projector worker's is below its lease (``session_bound``): a worker paused inside a transaction
-    loses its session, and its row locks, before another worker can take its partitions."""
+    loses its session, and its row locks, before another worker can take its partitions.
+    ``session_name`` (PostgreSQL): the sessions' ``application_name`` (a worker's: services/projector/sessions.py)."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     if url.startswith("sqlite"):
@@ -55,7 +57,9 @@ def make_engine(
     if wait_bound is not None:
         bound = max(1, round(wait_bound * 1000))  # milliseconds; 0 would turn the timeouts off
         options += [f"-clock_timeout={bound}", f"-cidle_in_transaction_session_timeout={bound}"]
-    connect_args = {"options": " ".join(options)} if options else {}
+    connect_args: dict[str, str] = {"options": " ".join(options)} if options else {}
+    if session_name is not None:
+        connect_args["application_name"] = session_name
     engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, connect_args=connect_args)
     if wait_bound is not None:
         event.listen(engine, "handle_error", _session_ended)
