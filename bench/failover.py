@@ -8,7 +8,7 @@ run's own), and this process appending a new claim every 1/rate seconds to rando
 the kill the leases bucket's leader is moved, when it can be, to the node that leads the log, as in a
 run where one node led both. Then that node is killed and the script reports, from the kill:
 
-- writes resumed: the first append acknowledged after it;
+- writes resumed: the first append sent after it and acknowledged;
 - every partition folding again: the time by which each of the 16 partitions has committed an event
   appended after the kill, the slowest partition's and the spread;
 - the bound this is held to: writes resumed plus half a lease.
@@ -55,6 +55,7 @@ class Appender:
     def __init__(self, claim_log: ClaimLog, rate: float) -> None:
         self._log, self._every = claim_log, 1 / rate
         self.acked: list[tuple[float, int, int]] = []  # (when, sequence, partition)
+        self.sent: list[float] = []  # when the try that was acknowledged was sent, for each of them
         self.failed: Counter[str] = Counter()  # appends refused or unanswered, by error
         self.stop = asyncio.Event()
 
@@ -62,6 +63,7 @@ class Appender:
         while not self.stop.is_set():
             n = random.randrange(10**7, 10**8)  # eight digits, as draft() writes them
             while not self.stop.is_set():
+                sent = time.monotonic()
                 try:
                     appended = await asyncio.wait_for(self._log.append(f"CLM-{n}", [draft(n)], expected_seq=0, prev_hash=None), 5)
                 except Exception as error:  # noqa: BLE001 - a failover answers with errors and timeouts: try again
@@ -69,6 +71,7 @@ class Appender:
                     await asyncio.sleep(0.05)
                     continue
                 self.acked.append((time.monotonic(), appended.last_seq, self._log.layout.partition_of(f"CLM-{n}")))
+                self.sent.append(sent)
                 break
             await asyncio.sleep(self._every)
 
@@ -131,7 +134,8 @@ async def after_kill(appender: Appender, engine, killed_at: float, *, timeout: f
             if partition not in folded and at.get(partition, 0) >= seq:
                 folded[partition] = now - killed_at
         await asyncio.sleep(0.05)
-    resumed = min((when for when, _, _ in appender.acked if when > killed_at), default=float("inf")) - killed_at
+    # An append sent before the kill may be acknowledged just after it: writes resumed when one sent after it was.
+    resumed = min((when for (when, _, _), sent in zip(appender.acked, appender.sent, strict=True) if sent > killed_at), default=float("inf")) - killed_at
     return resumed, folded
 
 
