@@ -10,7 +10,7 @@ run where one node led both. Then that node is killed and the script reports, fr
 
 - writes resumed: the first append sent after it and acknowledged;
 - every partition folding again: the time by which each of the 16 partitions has committed an event
-  appended after the kill, the slowest partition's and the spread;
+  sent after the kill, the slowest partition's and the fastest;
 - the bound this is held to: writes resumed plus half a lease.
 
 A figure of a run, recorded in bench/results.csv; not a timed test.
@@ -126,8 +126,8 @@ async def after_kill(appender: Appender, engine, killed_at: float, *, timeout: f
     while len(folded) < DEFAULT_PARTITIONS and time.monotonic() < deadline:
         at = await asyncio.to_thread(positions, engine)
         first_after: dict[int, int] = {}
-        for when, seq, partition in appender.acked:
-            if when > killed_at and partition not in first_after:
+        for (_, seq, partition), sent in zip(appender.acked, appender.sent, strict=True):
+            if sent > killed_at and partition not in first_after:
                 first_after[partition] = seq
         now = time.monotonic()
         for partition, seq in first_after.items():
