@@ -119,7 +119,7 @@ class ProjectorService:
             bucket=leases_bucket(claim_log.stream),
         )
         generations = Generations(
-            self.settings.resolved_database_url(), wait_bound=session_bound(self.settings.lease_seconds), session_name=session_name(name)
+            self.settings.resolved_database_url(), wait_bound=session_bound(self.settings.lease_seconds), session_name=session_name(name, claim_log.stream)
         )
         try:
             worker = Worker(

@@ -5,7 +5,7 @@ the worker that takes its partitions folds the same events, so its batch waits o
 server's ``idle_in_transaction_session_timeout`` (``services/runtime/db.py``) ends such a session,
 but only once the server is waiting for a statement: after a pipelined ``executemany`` (psycopg's)
 it is not armed until the next one, which a paused worker never sends. So every worker's sessions
-carry its name (``application_name``), and a worker that took partitions ends the sessions of
+carry its name and its registry's stream (``application_name``), and a worker that took partitions ends the sessions of
 workers no longer live: their leases lapsed with their liveness, and their commits would be refused.
 """
 
@@ -25,16 +25,22 @@ END_STALE = text(
 )
 
 
-def session_name(worker: str) -> str:
-    """The ``application_name`` of a worker's database sessions."""
-    return f"{PREFIX}{worker}".encode()[:NAME_BYTES].decode(errors="ignore")
+def session_name(worker: str, stream: str) -> str:
+    """The ``application_name`` of the database sessions of ``worker`` of the registry on ``stream``."""
+    return f"{_prefix(stream)}{worker}".encode()[:NAME_BYTES].decode(errors="ignore")
 
 
-def end_stale_sessions(engine: Engine, live: Iterable[str]) -> int:
-    """End the sessions of workers not among ``live`` (PostgreSQL; elsewhere nothing): how many."""
+def end_stale_sessions(engine: Engine, live: Iterable[str], *, stream: str) -> int:
+    """End the sessions of the registry's workers not among ``live`` (PostgreSQL; elsewhere nothing): how many."""
     if engine.dialect.name != "postgresql":
         return 0
+    prefix = _prefix(stream)
     with engine.connect() as conn:
-        ended = conn.execute(END_STALE, {"length": len(PREFIX), "prefix": PREFIX, "live": [session_name(w) for w in live]}).scalar_one()
+        names = [session_name(w, stream) for w in live]
+        ended = conn.execute(END_STALE, {"length": len(prefix), "prefix": prefix, "live": names}).scalar_one()
         conn.commit()
     return ended
+
+
+def _prefix(stream: str) -> str:
+    return f"{PREFIX}{stream}:"  # another registry's workers (another stream's leases) are never ended

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -175,7 +176,7 @@ class Worker:
         """End the database sessions of workers no longer live (``sessions.py``): one paused inside a
         transaction would hold the rows this worker's batches of its partitions write."""
         try:
-            ended = await asyncio.to_thread(end_stale_sessions, self._engine, [*workers, self.name])
+            ended = await asyncio.to_thread(functools.partial(end_stale_sessions, self._engine, [*workers, self.name], stream=self._log.stream))
         except DBAPIError as error:
             if isinstance(error, TRANSIENT):
                 raise
