@@ -14,11 +14,13 @@ from sqlalchemy.exc import OperationalError
 
 from projections.checksum import table_checksums
 from projections.registry import build_projections
-from projections.tables import checkpoints
+from projections.sql import insert_new_values
+from projections.tables import checkpoints, folded_events
 from services.log import ClaimLog
 from services.projector import Runner, Scope
 from services.projector.parking import lock_checkpoints, parked_rows
 from services.projector.retry import retry_parked
+from services.projector.sessions import end_stale_sessions, session_name
 from services.projector.writer import CheckpointedWriter
 from services.runtime.db import make_engine, session_bound
 from tests.builders import attached, history
@@ -104,6 +106,30 @@ def test_on_postgresql_claiming_a_partition_waits_on_no_other_partitions_rows(en
             holder.rollback()
     finally:
         bounded.dispose()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_on_postgresql_the_sessions_of_a_worker_gone_are_ended_and_a_live_ones_kept(engine: Engine):
+    url = engine.url.render_as_string(hide_password=False)
+    gone = make_engine(url, wait_bound=session_bound(60.0), session_name=session_name("gone", "CLAIMS"))
+    live = make_engine(url, session_name=session_name("live", "CLAIMS"))
+    elsewhere = make_engine(url, session_name=session_name("gone", "OTHER"))  # another registry's worker of that name
+    try:
+        with gone.connect() as paused, live.connect() as alive, elsewhere.connect() as other:
+            paused.begin()
+            # A pipelined insert, then nothing: the server's idle timeout is not started, the rows stay locked.
+            insert_new_values(paused, folded_events, [(f"e{i}", "CLM-0001", i) for i in range(20)])
+            alive.begin()
+            alive.execute(select(checkpoints.c.name))
+            other.execute(select(checkpoints.c.name))
+            assert end_stale_sessions(engine, ["live"], stream="CLAIMS") == 1
+            with pytest.raises(OperationalError):
+                paused.execute(select(checkpoints.c.name))
+            alive.execute(select(checkpoints.c.name))
+            other.execute(select(checkpoints.c.name))
+    finally:
+        for made in (gone, live, elsewhere):
+            made.dispose()
 
 
 async def test_a_parked_claim_in_one_partition_is_retried_while_the_other_partition_goes_on(
