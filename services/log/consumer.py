@@ -272,9 +272,12 @@ class PartitionConsumers(_Batches):
         self._nc, self._partition_of = nc, layout.partition_of_subject
 
     async def start_each(self, positions: dict[int, int]) -> None:
-        """(Re)create each partition's consumer after its partition's checkpoint."""
-        for k, member in self.by_partition.items():
-            await member.start(positions[k])
+        """(Re)create each partition's consumer after its partition's checkpoint, all at once: after a
+        node dies, each creation can wait seconds for its replicas, and one after another they
+        outlasted the request timeout, so that a worker's runner started again and again, folding nothing."""
+        async with asyncio.TaskGroup() as group:
+            for k, member in self.by_partition.items():
+                group.create_task(member.start(positions[k]))
 
     async def stop(self) -> None:
         for member in self._members:

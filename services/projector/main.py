@@ -20,12 +20,13 @@ from services.log import ClaimLog, LogError
 from services.log.servers import ErrorLog, connect, inbox_prefix, split_credentials
 from services.projector.leases import Leases, leases_bucket
 from services.projector.live import Projector
+from services.projector.sessions import session_name
 from services.projector.shares import level
 from services.projector.worker import Worker
 from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_if_stale
 from services.runtime.compose import nats_server, nats_tls, ready, stream_spec
-from services.runtime.db import make_engine, require_current
+from services.runtime.db import make_engine, require_current, session_bound
 from services.runtime.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ class ProjectorService:
         try:
             await rebuild_if_stale(self.settings, generations)
             if claim_log.layout.partitioned:
-                await self._work(claim_log, generations)
+                await self._work(claim_log)
                 return
             active = generations.engine(generations.active_number())
             # Checkpoints the projector's former share processes left apart are brought to one position first.
@@ -113,19 +114,26 @@ class ProjectorService:
         finally:
             generations.close()
 
-    async def _work(self, claim_log: ClaimLog, generations: Generations) -> None:
-        """Run as one of the workers dividing the partitions (alone, it folds every one)."""
+    async def _work(self, claim_log: ClaimLog) -> None:
+        """Run as one of the workers dividing the partitions (alone, it folds every one), every wait
+        of its database sessions bounded below its lease (a rebuild at start is not)."""
         name = self.settings.resolved_worker_name()
         leases = await Leases.open(
             claim_log.nc.jetstream(), name, ttl=self.settings.lease_seconds, replicas=self.settings.nats_replicas,
             bucket=leases_bucket(claim_log.stream),
         )
-        worker = Worker(
-            claim_log, leases, self.engine, build_projections,
-            consumer_prefix=self.settings.projector_name, batch=self.settings.projector_batch,
-            lease_seconds=self.settings.lease_seconds, generations=generations,
+        generations = Generations(
+            self.settings.resolved_database_url(), wait_bound=session_bound(self.settings.lease_seconds), session_name=session_name(name, claim_log.stream)
         )
-        await worker.run(self._stop_event)
+        try:
+            worker = Worker(
+                claim_log, leases, generations.home, build_projections,
+                consumer_prefix=self.settings.projector_name, batch=self.settings.projector_batch,
+                lease_seconds=self.settings.lease_seconds, generations=generations,
+            )
+            await worker.run(self._stop_event)
+        finally:
+            generations.close()
 
     def _on_done(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:

@@ -102,7 +102,7 @@ class Runner:
         consumer each). All of them, read by one consumer of the whole log, start before the first
         event any of them has not applied, asked of the log per partition, so that one partition idle
         since long ago does not make the runner read again everything the others applied since."""
-        lowest = self.load_checkpoint()
+        lowest = await asyncio.to_thread(self.load_checkpoint)  # off the event loop, as every commit (the writer)
         parts = self.scope.parts
         if parts is None or len(parts) == 1 or not self._log.covers(parts):
             return lowest  # one consumer per partition, each started at its own checkpoint
@@ -149,8 +149,8 @@ class Runner:
         loop = asyncio.get_running_loop()
         checked = loop.time()
         deliveries: list[Delivery] = []
-        # The batch being written and committed, while this loop reads and decodes the next one (the
-        # commit releases the GIL). Batches are still applied one at a time, in log order.
+        # The batch being written and committed, in the writer's thread, while this loop reads and
+        # decodes the next one. Batches are still applied one at a time, in log order.
         writing: asyncio.Task | None = None
         try:
             while not stop.is_set():

@@ -1,12 +1,13 @@
 """A projector worker: folds the partitions of the log whose leases it holds, all of them with one runner.
 
 Workers on any number of machines divide a partitioned log among them with the leases of
-``services/projector/leases.py``. Each worker, every ``check`` seconds:
+``services/projector/leases.py``. Each worker renews every lease it holds by compare-and-set on the
+revision, a third of the lease time after the last renewal, in a task of its own that waits on nothing
+else (a batch's database work runs in the writer's thread). The new revision is the partition's epoch
+from then on: its checkpoint is moved with it, so that a worker whose lease lapsed (paused, cut off)
+is refused at its next commit once another took the partition. Every look (a second at most), it:
 
-- says it is alive (``worker.<name>`` in the bucket) and renews every lease it holds by
-  compare-and-set on the revision, a third of the lease time after the last renewal. The new revision
-  is the partition's epoch from then on: its checkpoint is moved with it, so that a worker whose lease
-  lapsed (paused, cut off) is refused at its next commit once another took the partition;
+- says it is alive (``worker.<name>`` in the bucket);
 - takes the free partitions that rendezvous hashing gives it among the live workers;
 - lets go of the partitions another live worker should have: they are given back (deleted) only
   after the runner's last commit, so the other worker takes them at once.
@@ -31,17 +32,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 
 from projections.base import Projection
 from services.log import ClaimLog
 from services.projector.errors import TRANSIENT, FencingError
 from services.projector.leases import Lease, Leases, wanted
 from services.projector.live import Projector
+from services.projector.sessions import end_stale_sessions
 from services.rebuild.generations import Generations
 
 log = logging.getLogger(__name__)
@@ -102,6 +106,7 @@ class Worker:
         self._runs = 0  # runners started: part of each one's consumer name
         self._lost = False  # a partition was lost since the runner started (its lease may be held again, anew)
         self._announced_at: float | None = None
+        self._ending_until = 0.0  # until when each look ends the sessions of workers gone (after taking partitions)
 
     @property
     def name(self) -> str:
@@ -118,25 +123,37 @@ class Worker:
         lease goes back, and the supervisor starts it again.
         """
         log.info("projector worker %s: %s partitions, leases of %ss", self.name, self.partitions, self.lease_seconds)
+        renewing = asyncio.create_task(self._keep_renewing(), name=f"worker-{self.name}-renewals")
         try:
             while not stop.is_set():
+                if renewing.done():
+                    renewing.result()  # renewals stopped: what they failed with fails the worker
                 await self._reap()
                 try:
                     await self._look()
-                except TRANSIENT as error:  # NATS is restarting or unreachable: renewals retry on the next look
+                except TRANSIENT as error:  # NATS is restarting or unreachable: the next look tries again
                     log.warning("worker %s: leases: %s: %s", self.name, type(error).__name__, error)
-                    self._drop_lapsed()
                 await self._refold()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=self.look_every)
+                await _wait_unless(stop, self.look_every)
         finally:
-            await self._hand_over()
+            await self._hand_over(renewing)
+
+    async def _keep_renewing(self) -> None:
+        """Renew each lease a third of the lease time after the last renewal, in a task of its own:
+        neither a look nor a runner stopping after its batch (which may wait on the database) holds it up."""
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                for partition, owned in list(self.owned.items()):
+                    if loop.time() - owned.renewed_at >= self.renew_every:
+                        await self._renew(partition, owned)
+            except TRANSIENT as error:  # NATS is restarting or unreachable: renewals retry on the next round
+                log.warning("worker %s: renewing leases: %s: %s", self.name, type(error).__name__, error)
+                self._drop_lapsed()
+            await asyncio.sleep(self.look_every)
 
     async def _look(self) -> None:
         loop = asyncio.get_running_loop()
-        for partition, owned in list(self.owned.items()):  # first: a lease lapses, a worker's name does not matter as much
-            if loop.time() - owned.renewed_at >= self.renew_every:
-                await self._renew(partition, owned)
         if self._announced_at is None or loop.time() - self._announced_at >= self.renew_every:
             await self.leases.announce()
             self._announced_at = loop.time()
@@ -146,11 +163,28 @@ class Worker:
             lease = await self.leases.take(partition)
             if lease is not None:
                 self.owned[partition] = _Owned(lease, loop.time())
+                self._ending_until = loop.time() + self.lease_seconds  # its last owner may lapse from the live workers later
                 log.info("worker %s: took partition %s at epoch %s", self.name, partition, lease.epoch)
+        if loop.time() < self._ending_until:
+            await self._end_stale_sessions(workers)
         for partition in sorted(self.owned.keys() - mine):
             if not self.owned[partition].leaving:
                 log.info("worker %s: partition %s belongs to another live worker now: handing it over", self.name, partition)
                 self.owned[partition].leaving = True
+
+    async def _end_stale_sessions(self, workers: list[str]) -> None:
+        """End the database sessions of workers no longer live (``sessions.py``): one paused inside a
+        transaction would hold the rows this worker's batches of its partitions write."""
+        try:
+            ended = await asyncio.to_thread(functools.partial(end_stale_sessions, self._engine, [*workers, self.name], stream=self._log.stream))
+        except DBAPIError as error:
+            if isinstance(error, TRANSIENT):
+                raise
+            log.warning("worker %s cannot end the sessions of workers gone (%s): their locks last until their idle timeout", self.name, error)
+            self._ending_until = 0.0
+            return
+        if ended:
+            log.warning("worker %s: ended %s database sessions of workers no longer live", self.name, ended)
 
     async def _renew(self, partition: int, owned: _Owned) -> None:
         async with owned.lock:
@@ -258,9 +292,13 @@ class Worker:
         except TRANSIENT as error:
             log.warning("worker %s: consumer %s stays until the server forgets it idle (%s)", self.name, consumer, error)
 
-    async def _hand_over(self) -> None:
-        """Stop the runner, wait for its last commit, then give every lease back at once and leave."""
-        error = await self._stop_fold()
+    async def _hand_over(self, renewing: asyncio.Task[None]) -> None:
+        """Stop the runner, wait for its last commit (the leases still renewed), then give every lease back at once and leave."""
+        try:
+            error = await self._stop_fold()
+        finally:
+            renewing.cancel()
+            await asyncio.gather(renewing, return_exceptions=True)
         if isinstance(error, FencingError):
             self._settle(error)  # the partition it names is another's: not given back
         elif error is not None:
@@ -274,6 +312,11 @@ class Worker:
             log.warning("worker %s could not give its leases back (%s): they lapse within %ss", self.name, error, self.lease_seconds)
         else:
             log.info("worker %s stopped and gave back partitions %s", self.name, sorted(lease.partition for lease in held))
+
+
+async def _wait_unless(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
 
 
 def consumer_name(prefix: str, worker: str, epoch: int, run: int) -> str:

@@ -16,7 +16,7 @@ import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from sqlalchemy import Connection, Engine, RootTransaction, bindparam, insert, select, update
 
@@ -29,7 +29,7 @@ from services.projector.positions import claim_rows
 from services.projector.repeats import without_repeats
 
 log = logging.getLogger(__name__)
-COMMIT_IN_THREAD_FROM = 200  # events in a batch from which its commit overlaps the next batch
+T = TypeVar("T")
 
 # Compare-and-set of a partition's checkpoints, built once with bound parameters (cached compiled SQL).
 ADVANCE = (
@@ -86,7 +86,7 @@ class CheckpointedWriter:
         self._positions: dict[int, int] = {}  # partition -> checkpoint as this writer last committed it
         self._parking = Parking()
         self._rows: dict[int, tuple] = {}
-        # The thread this writer commits large batches in (its own: two writers of one process must
+        # The thread this writer does its database work in (its own: two writers of one process must
         # not queue behind each other's commits).
         self._commit_thread: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -94,7 +94,9 @@ class CheckpointedWriter:
         """Take ``partition`` at ``epoch``: its checkpoint (registering new projections at 0), with the
         row's epoch raised to ``epoch`` so that an older owner's commits are refused from now on."""
         with self.engine.begin() as conn:
-            lock_checkpoints(conn)  # the other partitions' writers start at the same moment
+            # Its own rows only: other workers' partitions commit meanwhile (a claim that locked every
+            # row waited on their commits, and could deadlock with one holding rows in another order).
+            lock_checkpoints(conn, *self._row(partition))
             rows = claim_rows(conn, self.projections, partition=partition, partitions=self.partitions)
             if (newer := max(row.epoch for row in rows)) > epoch:
                 return Refused(rows[0].last_seq, newer, f"partition {partition} is owned at epoch {newer}, above {epoch}", partition)
@@ -118,11 +120,17 @@ class CheckpointedWriter:
 
         ``owners`` (partition -> epoch) commits a batch of several partitions' events at once (one
         worker's: ``services/projector/worker.py``), each partition's checkpoint moved by compare-and-set
-        at its own epoch; without it the batch is ``partition``'s, at ``epoch``."""
+        at its own epoch; without it the batch is ``partition``'s, at ``epoch``.
+
+        All of its database work runs in the writer's thread: meanwhile the event loop renews a
+        worker's leases and reads the next batch, however long a statement waits."""
         if owners is None:
             owners = {partition: epoch}
         elif len(owners) > 1:
             _refuse_others(batch, owners)  # before claiming any of them
+        return await _in_thread(self._committer(), functools.partial(self._commit, batch, owners))
+
+    def _commit(self, batch: Sequence[Entry], owners: Mapping[int, int]) -> Committed | Refused:
         expected: dict[int, int] = {}
         for part, owner in owners.items():
             at = self._positions.get(part)
@@ -146,7 +154,7 @@ class CheckpointedWriter:
         if not fresh:  # a redelivery: where the checkpoint stands (one partition), or where the batch ends
             return Committed(batch[-1].seq if batch and len(expected) > 1 else min(expected.values()), 0, len(batch))
         try:
-            refused = await self._write(fresh, moving=moving, owners=owners)
+            refused = self._write(fresh, moving=moving, owners=owners)
         except CannotIsolateError:
             raise  # forgetting would fail the same way
         except BaseException:
@@ -171,7 +179,7 @@ class CheckpointedWriter:
             self._commit_thread.shutdown()
             self._commit_thread = None
 
-    async def _write(self, fresh: list[Entry], *, moving: dict[int, tuple[int, int]], owners: Mapping[int, int]) -> int | None:
+    def _write(self, fresh: list[Entry], *, moving: dict[int, tuple[int, int]], owners: Mapping[int, int]) -> int | None:
         """Apply ``fresh`` and move the ``moving`` partitions' checkpoints (from, to); the partition whose
         compare-and-set failed (nothing written), or None."""
         records, unreadable, subjects = _sort(fresh)
@@ -192,13 +200,7 @@ class CheckpointedWriter:
                 if (refused := self._finish(conn, unreadable + repeats, parked, advances)) is not None:
                     transaction.rollback()
                     return refused
-                # The commit of a large batch is the database's own work with the GIL released: meanwhile
-                # the event loop receives and decodes the next batch. A small one (keeping up) commits
-                # here: handing it to a thread and back would add to an event's way to the page.
-                if len(fresh) >= COMMIT_IN_THREAD_FROM:
-                    await _in_thread(self._committer(), lambda: _commit_or_roll_back(transaction))
-                else:
-                    _commit_or_roll_back(transaction)
+                _commit_or_roll_back(transaction)
                 return None
         except NEVER_PARK:
             raise
@@ -305,12 +307,12 @@ def _commit_or_roll_back(transaction: RootTransaction) -> None:
         raise
 
 
-async def _in_thread(executor: concurrent.futures.Executor, call: Callable[[], object]) -> None:
+async def _in_thread(executor: concurrent.futures.Executor, call: Callable[[], T]) -> T:
     """Run a blocking call in a worker thread. A cancelled caller still waits for the call to end, so
     that the connection it uses is never in two threads at once."""
     future = executor.submit(call)
     try:
-        await asyncio.wrap_future(future)
+        return await asyncio.wrap_future(future)
     except asyncio.CancelledError:
         concurrent.futures.wait([future])
         raise

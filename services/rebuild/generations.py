@@ -44,9 +44,10 @@ class GenerationError(RuntimeError):
 class Generations:
     """The generations of one home database, and an engine for each."""
 
-    def __init__(self, home_url: str) -> None:
+    def __init__(self, home_url: str, *, wait_bound: float | None = None, session_name: str | None = None) -> None:
         self.home_url = home_url
-        self.home = make_engine(home_url, create=False)
+        self._sessions = {"wait_bound": wait_bound, "session_name": session_name}  # every engine's (services/runtime/db.py)
+        self.home = make_engine(home_url, create=False, **self._sessions)
         self._engines: dict[int, Engine] = {0: self.home}
 
     @property
@@ -86,7 +87,7 @@ class Generations:
             if self.dialect == "sqlite":
                 self._engines[number] = make_engine(f"sqlite:///{self._sqlite_path(number)}")
             else:
-                self._engines[number] = make_engine(self.home_url, schema=_schema(number))
+                self._engines[number] = make_engine(self.home_url, schema=_schema(number), **self._sessions)
         return self._engines[number]
 
     def create(self) -> tuple[int, Engine]:

@@ -10,11 +10,13 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, ExceptionContext, create_engine, event
+from sqlalchemy.exc import OperationalError
 
 import migrations
 
 MIGRATIONS_DIR = Path(migrations.__file__).parent
+IDLE_IN_TRANSACTION_ENDED = "25P03"  # PostgreSQL's idle_in_transaction_session_timeout, as it ends a session
 SORT_THREADS = min(os.cpu_count() or 1, 4)  # SQLite's helper threads for a scratch file's sorts
 
 
@@ -22,7 +24,10 @@ class DatabaseNotReadyError(RuntimeError):
     """The database schema is not at the version this code needs."""
 
 
-def make_engine(url: str, *, schema: str | None = None, scratch: bool = False, create: bool = True) -> Engine:
+def make_engine(
+    url: str, *, schema: str | None = None, scratch: bool = False, create: bool = True, wait_bound: float | None = None,
+    session_name: str | None = None,
+) -> Engine:
     """An engine for the read models, tuned for its dialect; on PostgreSQL, in ``schema`` when given
     (every statement, migrations included, then resolves names there first).
 
@@ -32,7 +37,13 @@ def make_engine(url: str, *, schema: str | None = None, scratch: bool = False, c
     file back in write-ahead-log mode when it connects.
 
     ``create=False`` (SQLite): connecting to a file that does not exist is a ``DatabaseNotReadyError``
-    instead of an empty file made on the way (only ``upgrade`` makes the read-model database)."""
+    instead of an empty file made on the way (only ``upgrade`` makes the read-model database).
+
+    ``wait_bound`` (PostgreSQL): no session waits for a lock, nor stays idle inside a transaction,
+    longer than this many seconds (``lock_timeout``, ``idle_in_transaction_session_timeout``). A
+    projector worker's is below its lease (``session_bound``): a worker paused inside a transaction
+    loses its session, and its row locks, before another worker can take its partitions.
+    ``session_name`` (PostgreSQL): the sessions' ``application_name`` (a worker's: services/projector/sessions.py)."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     if url.startswith("sqlite"):
@@ -42,8 +53,33 @@ def make_engine(url: str, *, schema: str | None = None, scratch: bool = False, c
         if not create and path and path != ":memory:":
             event.listen(engine, "do_connect", lambda *_: _require_file(Path(path), engine))
         return engine
-    connect_args = {"options": f"-csearch_path={schema}"} if schema else {}
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, connect_args=connect_args)
+    options = [f"-csearch_path={schema}"] if schema else []
+    if wait_bound is not None:
+        bound = max(1, round(wait_bound * 1000))  # milliseconds; 0 would turn the timeouts off
+        options += [f"-clock_timeout={bound}", f"-cidle_in_transaction_session_timeout={bound}"]
+    connect_args: dict[str, str] = {"options": " ".join(options)} if options else {}
+    if session_name is not None:
+        connect_args["application_name"] = session_name
+    engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, connect_args=connect_args)
+    if wait_bound is not None:
+        event.listen(engine, "handle_error", _session_ended)
+    return engine
+
+
+def _session_ended(context: ExceptionContext) -> OperationalError | None:
+    """A session ended by the server for idling in its transaction is gone like one cut off by a
+    restart: an ``OperationalError`` (retried), not the ``InternalError`` psycopg raises for it."""
+    if getattr(context.original_exception, "sqlstate", None) != IDLE_IN_TRANSACTION_ENDED:
+        return None
+    context.is_disconnect = True  # the pool drops the connection
+    return OperationalError(context.statement, context.parameters, context.original_exception, connection_invalidated=True)
+
+
+def session_bound(lease_seconds: float) -> float:
+    """How long a projector worker's database session may wait or idle in a transaction: a quarter of
+    the lease. Paused after its last renewal (at most a third of the lease and a look before the
+    pause), its session ends before the lease lapses, so no other worker ever waits on its rows."""
+    return lease_seconds / 4
 
 
 def _require_file(path: Path, engine: Engine) -> None:

@@ -35,6 +35,12 @@ def run_up(settings: Settings, *, sample: bool, host: str, port: int, cluster: i
     if workers > 1 and settings.partitions == 0:
         console.print("[red]--workers divides a partitioned log[/red]: with CLAIMLOG_PARTITIONS=0 the projector is one process")
         return 2
+    if workers > 1 and settings.resolved_database_url().startswith("sqlite"):
+        console.print(
+            "[red]--workers needs PostgreSQL[/red]: SQLite has one write lock for the whole file, so workers would fold "
+            "one at a time, each waiting on the others' commits; set CLAIMLOG_DATABASE_URL to a PostgreSQL database"
+        )
+        return 2
     if not _port_free(host, port):
         console.print(f"[red]{host}:{port} is already in use[/red]: stop what listens there, or pass --port")
         return 2

@@ -103,12 +103,14 @@ def start_projector(
     batch: int = 1000,
     slow: str | None = None,
     poison: str | None = None,
+    stall: Path | None = None,
     log_to: Path | None = None,
     partitions: int = 0,
     settings: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """``claimlog projector`` in its own process (``slow``: its batches sleep first, see slow_projector.py;
     ``poison``: a claim whose source withdrawals its claim-page fold raises on, see poisoned_projector.py;
+    ``stall``: a file whose making stops the process inside its next batch's transaction, see stalled_projector.py;
     ``log_to``: a file for what it logs; ``partitions``: the log's (0: unpartitioned, one projector; more: the process is a worker);
     ``settings``: more CLAIMLOG_* variables, e.g. a worker's name and lease time)."""
     env = {
@@ -126,6 +128,9 @@ def start_projector(
     if slow is not None:
         env["FAULTS_SLOW"] = slow
         command = [sys.executable, str(Path(__file__).with_name("slow_projector.py")), "projector"]
+    if stall is not None:
+        env["FAULTS_STALL"] = str(stall)
+        command = [sys.executable, str(Path(__file__).with_name("stalled_projector.py")), "projector"]
     if poison is not None:
         assert slow is None, "one wrapper at a time"
         env["FAULTS_POISON_CLAIM"] = poison

@@ -1,7 +1,7 @@
 """``claimlog projector`` with every batch held up first: a slow consumer, for test_slow_consumer.py.
 
-FAULTS_SLOW="<seconds per batch>:<for how many seconds>". The sleep is on the projector's event loop,
-as a slow synchronous projection would be: nothing is read from the socket meanwhile.
+FAULTS_SLOW="<seconds per batch>:<for how many seconds>". The sleep is in the writer's thread, where
+a slow projection's statements run: the next batch waits for it, and the server's deliveries pile up.
 """
 
 from __future__ import annotations

@@ -51,9 +51,9 @@ class Scene:
     clean: CleanReplay
     logs: Path
 
-    def worker(self, name: str, *, lease: float, slow: str | None = None) -> subprocess.Popen[bytes]:
+    def worker(self, name: str, *, lease: float, slow: str | None = None, stall: Path | None = None) -> subprocess.Popen[bytes]:
         return start_projector(
-            self.nats.url_for("projector"), self.database, batch=BATCH, slow=slow, partitions=PARTITIONS,
+            self.nats.url_for("projector"), self.database, batch=BATCH, slow=slow, stall=stall, partitions=PARTITIONS,
             log_to=self.logs / f"{name}.log", settings={"CLAIMLOG_WORKER_NAME": name, "CLAIMLOG_LEASE_SECONDS": str(lease)},
         )
 
@@ -215,6 +215,78 @@ async def test_a_worker_stopped_by_sigterm_hands_its_partitions_over_at_once(sce
     finally:
         for worker in (staying, leaving):
             stop(worker)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_a_worker_stopped_inside_its_transaction_holds_up_none_of_another_workers_partitions(scene: Scene):
+    lease = 3.0
+    await scene.open_leases(lease)
+    trigger = scene.logs / "stall"
+    # Both fold a backlog, slowed, so that each still has events to fold when one of them stops.
+    stopped = scene.worker("stopped", lease=lease, slow="0.2:600", stall=trigger)
+    other = scene.worker("other", lease=lease, slow="0.1:600")
+    watch = None
+    try:
+        await scene.until(held_by(scene, "stopped", "other"), "both hold partitions", timeout=60, workers=[stopped, other])
+        await scene.until(lambda: min(scene.positions().values(), default=0) > 0, "every partition commits", timeout=60, workers=[stopped, other])
+        trigger.touch()
+        # The stopped worker's session stays in its transaction with its batch's folded_events rows
+        # locked; the other takes its partitions once their leases lapse and folds the same events.
+        await scene.until(trigger.with_suffix(".stopped").exists, "the worker stops inside its transaction", timeout=60, workers=[other])
+        watch = Unheld(scene)
+        watch.start()
+        allowed = lease  # from a lapse to the other's next look (a second here), with room to spare
+
+        def applied_and_never_long_unheld() -> bool:
+            assert watch.longest() < allowed, f"a partition stayed unheld {watch.longest():.1f}s (allowed {allowed}s)"
+            return all(scene.positions().get(k, 0) >= seq for k, seq in last.items())
+
+        last = await scene.last_of_each_partition()
+        await scene.until(applied_and_never_long_unheld, "the other folds every partition", timeout=120, workers=[other])
+        assert "lost partition" not in scene.log_of("other"), "the other worker lost a lease of its own"
+        stopped.send_signal(signal.SIGCONT)
+        await scene.all_applied_and_equal_a_clean_replay([other])
+    finally:
+        if watch is not None:
+            await watch.stop()
+        if stopped.poll() is None:
+            stopped.send_signal(signal.SIGCONT)
+        for worker in (stopped, other):
+            stop(worker)
+
+
+class Unheld:
+    """Watches the leases: the longest time any partition went without a holder."""
+
+    def __init__(self, scene: Scene) -> None:
+        self._scene, self._since, self._longest = scene, {}, 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._watch())
+
+    def longest(self) -> float:
+        now = asyncio.get_running_loop().time()
+        return max([self._longest, *(now - since for since in self._since.values())])
+
+    async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            held = await self._scene.holders()
+            now = loop.time()
+            for k in range(PARTITIONS):
+                if k in held:
+                    if k in self._since:
+                        self._longest = max(self._longest, now - self._since.pop(k))
+                else:
+                    self._since.setdefault(k, now)
+            await asyncio.sleep(0.05)
+
+    async def stop(self) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
 
 
 def held_by(scene: Scene, *names: str, every: bool = False) -> Callable[[], object]:

@@ -1,6 +1,6 @@
 """A projector slowed down until the server holds thousands of delivered, unacknowledged events for it.
 
-Every batch first sleeps (on the projector's event loop, as a slow synchronous projection would) for
+Every batch first sleeps (in the writer's thread, as a slow projection would) for
 a while; the server's view of the consumer is sampled (``num_ack_pending``, ``num_pending``) and so
 is the process's resident memory. Nothing is lost (the tables equal a clean replay), and memory stays
 bounded: buffering the backlog would cost far more than the bound.

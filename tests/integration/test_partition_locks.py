@@ -6,6 +6,7 @@ PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from sqlalchemy import Engine, insert, select, text
@@ -13,12 +14,15 @@ from sqlalchemy.exc import OperationalError
 
 from projections.checksum import table_checksums
 from projections.registry import build_projections
-from projections.tables import checkpoints
+from projections.sql import insert_new_values
+from projections.tables import checkpoints, folded_events
 from services.log import ClaimLog
 from services.projector import Runner, Scope
 from services.projector.parking import lock_checkpoints, parked_rows
 from services.projector.retry import retry_parked
+from services.projector.sessions import end_stale_sessions, session_name
 from services.projector.writer import CheckpointedWriter
+from services.runtime.db import make_engine, session_bound
 from tests.builders import attached, history
 from tests.integration.test_parking import _clean_replay, poison
 from tests.integration.test_projector import append_history
@@ -50,6 +54,82 @@ def test_on_postgresql_a_partition_lock_leaves_the_other_partitions_free_and_a_r
             lock_checkpoints(retry)  # every row, as a retry takes them: waits for the partition's commit
         retry.rollback()
         holder.rollback()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_on_postgresql_a_workers_session_waits_for_no_lock_and_idles_in_no_transaction_past_its_bound(engine: Engine):
+    with engine.begin() as conn:
+        conn.execute(insert(checkpoints), [{"name": "a", "share": k, "shares": 2, "version": 1, "last_seq": 0} for k in range(2)])
+    bound = session_bound(2.0)
+    bounded = make_engine(engine.url.render_as_string(hide_password=False), wait_bound=bound)
+    try:
+        with engine.connect() as holder, bounded.connect() as waiting, bounded.connect() as idle:
+            holder.begin()
+            lock_checkpoints(holder)
+            waiting.begin()
+            started = time.monotonic()
+            with pytest.raises(OperationalError, match="lock timeout"):
+                lock_checkpoints(waiting)  # the holder never lets go: the wait ends at the bound
+            assert time.monotonic() - started < 2 * bound
+            waiting.rollback()
+            holder.rollback()
+            idle.begin()
+            lock_checkpoints(idle)
+            # Left idle inside its transaction (a worker paused there), the session is ended: its
+            # locks go before its leases can lapse, and another session takes them at once.
+            with engine.connect() as other:
+                other.begin()
+                other.execute(text("SET LOCAL lock_timeout = '10s'"))
+                started = time.monotonic()
+                lock_checkpoints(other)
+                assert time.monotonic() - started < 2 * bound
+                other.rollback()
+            with pytest.raises(OperationalError):
+                idle.execute(select(checkpoints.c.name))
+    finally:
+        bounded.dispose()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_on_postgresql_claiming_a_partition_waits_on_no_other_partitions_rows(engine: Engine):
+    projections = build_projections()
+    with engine.begin() as conn:
+        conn.execute(insert(checkpoints), [
+            {"name": p.name, "share": k, "shares": 4, "version": p.version, "last_seq": 0} for p in projections for k in range(4)
+        ])
+    bounded = make_engine(engine.url.render_as_string(hide_password=False), wait_bound=0.5)
+    try:
+        with engine.connect() as holder:
+            holder.begin()
+            lock_checkpoints(holder, checkpoints.c.share == 1, checkpoints.c.shares == 4)  # another worker's commit in flight
+            assert CheckpointedWriter(bounded, projections, partitions=4).claim(2, epoch=7) == 0
+            holder.rollback()
+    finally:
+        bounded.dispose()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_on_postgresql_the_sessions_of_a_worker_gone_are_ended_and_a_live_ones_kept(engine: Engine):
+    url = engine.url.render_as_string(hide_password=False)
+    gone = make_engine(url, wait_bound=session_bound(60.0), session_name=session_name("gone", "CLAIMS"))
+    live = make_engine(url, session_name=session_name("live", "CLAIMS"))
+    elsewhere = make_engine(url, session_name=session_name("gone", "OTHER"))  # another registry's worker of that name
+    try:
+        with gone.connect() as paused, live.connect() as alive, elsewhere.connect() as other:
+            paused.begin()
+            # A pipelined insert, then nothing: the server's idle timeout is not started, the rows stay locked.
+            insert_new_values(paused, folded_events, [(f"e{i}", "CLM-0001", i) for i in range(20)])
+            alive.begin()
+            alive.execute(select(checkpoints.c.name))
+            other.execute(select(checkpoints.c.name))
+            assert end_stale_sessions(engine, ["live"], stream="CLAIMS") == 1
+            with pytest.raises(OperationalError):
+                paused.execute(select(checkpoints.c.name))
+            alive.execute(select(checkpoints.c.name))
+            other.execute(select(checkpoints.c.name))
+    finally:
+        for made in (gone, live, elsewhere):
+            made.dispose()
 
 
 async def test_a_parked_claim_in_one_partition_is_retried_while_the_other_partition_goes_on(

@@ -101,15 +101,11 @@ async def test_a_redelivered_batch_is_not_applied_twice(claim_log: ClaimLog, eng
         assert table_checksums(conn) == before
 
 
-@pytest.mark.parametrize("in_thread", [True, False], ids=["commit-in-thread", "commit-on-loop"])
-async def test_a_batch_whose_commit_fails_is_applied_again_though_nothing_more_arrives(
-    claim_log: ClaimLog, engine: Engine, claim_id: str, in_thread: bool, monkeypatch: pytest.MonkeyPatch
-):
-    """A batch is written while the loop waits for the next one: its failure must not wait for more
-    events to surface, or the projector would stand still until the next append. A failed commit is
-    rolled back where it ran (on PostgreSQL the connection would otherwise go back to the pool inside
-    its failed transaction)."""
-    monkeypatch.setattr("services.projector.writer.COMMIT_IN_THREAD_FROM", 1 if in_thread else 10**9)
+async def test_a_batch_whose_commit_fails_is_applied_again_though_nothing_more_arrives(claim_log: ClaimLog, engine: Engine, claim_id: str):
+    """A batch is written (in the writer's thread) while the loop waits for the next one: its failure
+    must not wait for more events to surface, or the projector would stand still until the next append.
+    A failed commit is rolled back where it ran (on PostgreSQL the connection would otherwise go back
+    to the pool inside its failed transaction)."""
     appended = await append_history(claim_log, claim_id)
     failed = []
 

@@ -5,16 +5,18 @@ over at once, and the tables equal one projector's replay of the whole log."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from itertools import pairwise
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, Engine, select, update
 
 from projections.checksum import table_checksums
 from projections.registry import build_projections
 from projections.tables import checkpoints
 from services.log import ClaimLog
-from services.projector.leases import Leases, wanted
+from services.projector.leases import Lease, Leases, wanted
 from services.projector.worker import Worker
 from tests.builders import history
 from tests.conftest import random_claim_id
@@ -117,6 +119,79 @@ async def test_a_worker_whose_lease_another_took_stops_folding_that_partition(cl
         assert 0 not in first.owned  # and does not take it back while another holds it
     holders = await thief.holders(partitions)
     assert holders.keys() == {0} and holders[0][0] == "thief"  # the stopping worker gave back only its own
+
+
+async def test_leases_are_renewed_while_a_batch_waits_on_the_database(claim_log: ClaimLog, engine: Engine):
+    lease = 1.5
+    partitions = claim_log.layout.partitions
+    await append_claims(claim_log, 5)
+    async with running(claim_log, engine, "waiting", lease=lease) as (worker, _, _):
+        await until(lambda: len(worker.holding()) == partitions, "the worker takes every partition")
+        await until(lambda: len(applied(engine, partitions)) == partitions, "its runner claims every partition's checkpoints")
+        renewed = Renewals(worker)
+        # Another session holds the checkpoint rows (the write lock on SQLite) for twice the lease, and
+        # the worker's next batch waits for them: on PostgreSQL with no lock timeout, as long as it takes.
+        blocker = Blocker(engine, hold=2 * lease)
+        blocker.start()
+        await asyncio.to_thread(blocker.locked.wait)
+        last_of = await append_claims(claim_log, 5)
+        await asyncio.to_thread(blocker.join)
+        assert blocker.folded_meanwhile == {}, "the batch did not wait: nothing was blocked"
+        await until(lambda: all(applied(engine, partitions).get(k, 0) >= s for k, s in last_of.items()), "the batch commits")
+        assert renewed.longest_gap() < lease, f"a lease went {renewed.longest_gap():.1f}s unrenewed (the lease is {lease}s)"
+        assert len(worker.holding()) == partitions
+
+
+class Renewals:
+    """The times each of a worker's leases was renewed, from now on."""
+
+    def __init__(self, worker: Worker) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._started = self._loop.time()
+        self.times: dict[int, list[float]] = {}
+        renew = worker.leases.renew
+
+        async def recorded(held: Lease) -> Lease | None:
+            renewed = await renew(held)
+            if renewed is not None:
+                self.times.setdefault(held.partition, []).append(self._loop.time())
+            return renewed
+
+        worker.leases.renew = recorded  # type: ignore[method-assign]
+        self._partitions = list(worker.owned)
+
+    def longest_gap(self) -> float:
+        """The longest time any lease went without a renewal, up to now."""
+        now, gaps = self._loop.time(), []
+        for k in self._partitions:
+            times = [self._started, *self.times.get(k, []), now]
+            gaps.append(max(b - a for a, b in pairwise(times)))
+        return max(gaps)
+
+
+class Blocker(threading.Thread):
+    """Holds every checkpoint row locked for ``hold`` seconds from a session of its own, in a thread
+    (the test's event loop may be the one waiting on it), noting what was folded meanwhile."""
+
+    def __init__(self, engine: Engine, *, hold: float) -> None:
+        super().__init__(name="blocker")
+        self._engine, self._hold = engine, hold
+        self.locked = threading.Event()
+        self.folded_meanwhile: dict[int, int] | None = None
+
+    def run(self) -> None:
+        with self._engine.connect() as conn, conn.begin():
+            before = _positions(conn)
+            conn.execute(update(checkpoints).values(last_seq=checkpoints.c.last_seq))
+            self.locked.set()
+            threading.Event().wait(self._hold)
+            with self._engine.connect() as other:
+                after = _positions(other)  # committed by others meanwhile (none can be)
+            self.folded_meanwhile = {k: after[k] for k in before if after[k] != before[k]}
+
+
+def _positions(conn: Connection) -> dict[tuple[str, int], int]:
+    return {(row.name, row.share): row.last_seq for row in conn.execute(select(checkpoints))}
 
 
 def _rows(checksums: dict) -> dict:

@@ -23,6 +23,12 @@ def test_workers_on_an_unpartitioned_log_are_refused_with_why(capsys):
     assert "--workers divides a partitioned log" in capsys.readouterr().out
 
 
+def test_workers_on_sqlite_are_refused_with_why(capsys, tmp_path):
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'read-models.sqlite3'}")
+    assert run_up(settings, sample=False, host="127.0.0.1", port=0, workers=2) == 2
+    assert "one write lock for the whole file" in capsys.readouterr().out
+
+
 def test_the_default_worker_name_is_the_hosts_and_the_processs():
     import os
 
