@@ -1,0 +1,61 @@
+"""The story's fixtures, one of each per test module (one deployment): a module provides ``registry`` (running,
+nothing written yet) and ``target_settings`` (the settings of a fresh cluster to restore into)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from tests.lifecycle.registry import Registry, wait_until
+from tests.lifecycle.story import Backup, Written, write_the_registry
+from tests.lifecycle.workload import Writer
+
+
+@pytest.fixture(scope="module")
+def written(registry: Registry) -> Written:
+    return write_the_registry(registry)
+
+
+@pytest.fixture(scope="module")
+def backup(registry: Registry, written: Written, tmp_path_factory: pytest.TempPathFactory) -> Backup:
+    """``claimlog backup`` while a writer keeps drafting claims through the API."""
+    directory = tmp_path_factory.mktemp("backup") / "backup"
+    writer = Writer(registry.base, written.person_token, first=500000)
+    writer.start()
+    wait_until(lambda: len(writer.written) >= 20, timeout=60, what="the writer writing")
+    done = registry.claimlog("backup", str(directory))
+    written_by_then = len(writer.written)
+    wait_until(lambda: len(writer.written) >= written_by_then + 20, timeout=60, what="the writer writing after the backup")
+    writer.stop()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    head = json.loads((directory / "manifest.json").read_text())["head"]
+    assert written.head < head < registry.caught_up()  # the backup holds some of the writer's claims, not all
+    return Backup(directory, head, registry.snapshot(as_of_seq=head))
+
+
+@pytest.fixture(scope="module")
+def restored_server(backup: Backup, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """A new data directory: ``claimlog restore``, then ``claimlog up``."""
+    target = Registry(tmp_path_factory.mktemp("restored-server"))
+    try:
+        restored = target.claimlog("restore", str(backup.directory), timeout=600)
+        assert restored.returncode == 0, restored.stdout[-3000:] + restored.stderr[-3000:]
+        target.start()
+        yield target
+    finally:
+        target.close()
+
+
+@pytest.fixture(scope="module")
+def restored_cluster(backup: Backup, tmp_path_factory: pytest.TempPathFactory, target_settings: dict[str, str]) -> Iterator[Registry]:
+    """A new data directory: ``claimlog up --cluster 3`` (an empty registry), then ``claimlog restore`` into it."""
+    target = Registry(tmp_path_factory.mktemp("restored-cluster"), settings=target_settings)
+    try:
+        target.start("--cluster", "3")
+        restored = target.claimlog("restore", str(backup.directory), timeout=600)
+        assert restored.returncode == 0, restored.stdout[-3000:] + restored.stderr[-3000:]
+        yield target
+    finally:
+        target.close()
