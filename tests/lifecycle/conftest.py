@@ -28,34 +28,31 @@ def backup(registry: Registry, written: Written, tmp_path_factory: pytest.TempPa
     done = registry.claimlog("backup", str(directory))
     written_by_then = len(writer.written)
     wait_until(lambda: len(writer.written) >= written_by_then + 20, timeout=60, what="the writer writing after the backup")
-    writer.stop()
+    during = writer.stop()
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     head = json.loads((directory / "manifest.json").read_text())["head"]
     assert written.head < head < registry.caught_up()  # the backup holds some of the writer's claims, not all
-    return Backup(directory, head, registry.snapshot(as_of_seq=head))
+    as_of_head = registry.snapshot(as_of_seq=head)
+    listed = {claim["claim_id"] for claim in as_of_head.listing}
+    return Backup(directory, head, as_of_head, after_head=[claim_id for claim_id in during if claim_id not in listed])
 
 
 @pytest.fixture(scope="module")
-def restored_server(backup: Backup, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    """A new data directory: ``claimlog restore``, then ``claimlog up``."""
-    target = Registry(tmp_path_factory.mktemp("restored-server"))
+def fresh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """A new data directory, nothing started in it yet."""
+    target = Registry(tmp_path_factory.mktemp("fresh-server"))
     try:
-        restored = target.claimlog("restore", str(backup.directory), timeout=600)
-        assert restored.returncode == 0, restored.stdout[-3000:] + restored.stderr[-3000:]
-        target.start()
         yield target
     finally:
         target.close()
 
 
 @pytest.fixture(scope="module")
-def restored_cluster(backup: Backup, tmp_path_factory: pytest.TempPathFactory, target_settings: dict[str, str]) -> Iterator[Registry]:
-    """A new data directory: ``claimlog up --cluster 3`` (an empty registry), then ``claimlog restore`` into it."""
-    target = Registry(tmp_path_factory.mktemp("restored-cluster"), settings=target_settings)
+def fresh_cluster(tmp_path_factory: pytest.TempPathFactory, target_settings: dict[str, str]) -> Iterator[Registry]:
+    """A new data directory with ``claimlog up --cluster 3`` running in it: an empty registry."""
+    target = Registry(tmp_path_factory.mktemp("fresh-cluster"), settings=target_settings)
     try:
         target.start("--cluster", "3")
-        restored = target.claimlog("restore", str(backup.directory), timeout=600)
-        assert restored.returncode == 0, restored.stdout[-3000:] + restored.stderr[-3000:]
         yield target
     finally:
         target.close()

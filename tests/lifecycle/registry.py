@@ -91,7 +91,7 @@ class Registry:
         self.settings = settings or {}
         self.command = claimlog
         self.process: subprocess.Popen[str] | None = None
-        self.starts = 0
+        self.log: Path | None = None
         home.mkdir(parents=True, exist_ok=True)
 
     def env(self, **more: str) -> dict[str, str]:
@@ -105,9 +105,10 @@ class Registry:
         )
 
     def up(self, *args: str, **more: str) -> subprocess.Popen[str]:
-        """``claimlog up`` on the registry's port, its output in ``up-<n>.log`` of the directory."""
-        self.starts += 1
-        output = open(self.home / f"up-{self.starts}.log", "w")  # noqa: SIM115 - the child owns it
+        """``claimlog up`` on the registry's port, its output in ``up-<n>.log`` of the directory (beside the data
+        directory: the n-th start there, by any release)."""
+        self.log = self.home / f"up-{len(list(self.home.glob('up-*.log'))) + 1}.log"
+        output = open(self.log, "w")  # noqa: SIM115 - the child owns it
         self.process = subprocess.Popen(
             [str(self.command), "up", "--port", str(self.port), *args],
             cwd=self.home, env=self.env(**more), stdout=output, stderr=subprocess.STDOUT, text=True,
@@ -115,8 +116,15 @@ class Registry:
         output.close()
         return self.process
 
+    def up_until_it_ends(self, *args: str, timeout: float = 120) -> tuple[int, str]:
+        """``claimlog up`` that is expected to end by itself: its exit code and its output, as one line."""
+        process = self.up(*args)
+        code = process.wait(timeout=timeout)
+        self.process = None
+        return code, " ".join(self.output().split())
+
     def output(self) -> str:
-        return (self.home / f"up-{self.starts}.log").read_text()
+        return self.log.read_text() if self.log else ""
 
     def start(self, *args: str, timeout: float = 180) -> None:
         """``claimlog up`` until the API says it is ready."""
