@@ -50,9 +50,9 @@ def fresh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]
 @pytest.fixture(scope="module")
 def fresh_cluster(tmp_path_factory: pytest.TempPathFactory, target_settings: dict[str, str]) -> Iterator[Registry]:
     """A new data directory with ``claimlog up --cluster 3`` running in it: an empty registry."""
-    target = Registry(tmp_path_factory.mktemp("fresh-cluster"), settings=target_settings)
+    target = Registry(tmp_path_factory.mktemp("fresh-cluster"), settings=target_settings, up=("--cluster", "3"))
     try:
-        target.start("--cluster", "3")
+        target.start()
         yield target
     finally:
         target.close()

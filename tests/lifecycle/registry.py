@@ -81,15 +81,19 @@ class Snapshot:
 
 
 class Registry:
-    """One registry's working directory, its settings, and the ``claimlog`` command that runs it."""
+    """One registry's working directory, its settings, the ``claimlog`` command that runs it and the options
+    its operator starts it with (every start the same, as a service file would)."""
 
-    def __init__(self, home: Path, *, settings: dict[str, str] | None = None, claimlog: Path = THIS_CHECKOUT) -> None:
+    def __init__(
+        self, home: Path, *, settings: dict[str, str] | None = None, claimlog: Path = THIS_CHECKOUT, up: tuple[str, ...] = ()
+    ) -> None:
         self.home = home
         self.data_dir = home / ".claimlog"
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.settings = settings or {}
         self.command = claimlog
+        self.up_options = up
         self.process: subprocess.Popen[str] | None = None
         self.log: Path | None = None
         home.mkdir(parents=True, exist_ok=True)
@@ -104,21 +108,21 @@ class Registry:
             [str(self.command), *args], cwd=self.home, env=self.env(**more), capture_output=True, text=True, timeout=timeout
         )
 
-    def up(self, *args: str, **more: str) -> subprocess.Popen[str]:
+    def up(self, **more: str) -> subprocess.Popen[str]:
         """``claimlog up`` on the registry's port, its output in ``up-<n>.log`` of the directory (beside the data
         directory: the n-th start there, by any release)."""
         self.log = self.home / f"up-{len(list(self.home.glob('up-*.log'))) + 1}.log"
         output = open(self.log, "w")  # noqa: SIM115 - the child owns it
         self.process = subprocess.Popen(
-            [str(self.command), "up", "--port", str(self.port), *args],
+            [str(self.command), "up", "--port", str(self.port), *self.up_options],
             cwd=self.home, env=self.env(**more), stdout=output, stderr=subprocess.STDOUT, text=True,
         )
         output.close()
         return self.process
 
-    def up_until_it_ends(self, *args: str, timeout: float = 120) -> tuple[int, str]:
+    def up_until_it_ends(self, *, timeout: float = 120) -> tuple[int, str]:
         """``claimlog up`` that is expected to end by itself: its exit code and its output, as one line."""
-        process = self.up(*args)
+        process = self.up()
         code = process.wait(timeout=timeout)
         self.process = None
         return code, " ".join(self.output().split())
@@ -126,9 +130,9 @@ class Registry:
     def output(self) -> str:
         return self.log.read_text() if self.log else ""
 
-    def start(self, *args: str, timeout: float = 180) -> None:
+    def start(self, *, timeout: float = 180) -> None:
         """``claimlog up`` until the API says it is ready."""
-        self.up(*args)
+        self.up()
         self.wait_ready(timeout=timeout)
 
     def ready(self) -> bool:

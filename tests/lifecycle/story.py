@@ -21,10 +21,10 @@ from tests.lifecycle.workload import claim_ids, drafted_with_sources, post, post
 CLAIMS = claim_ids(100000, 1000)
 BUSY_CLAIM = CLAIMS[0]
 # Every claim drafted with three sources (4,000 events), reviewed and some disputed and related through the API
-# (1,534), then 1,200 sources on one claim: the last thousand events and more fall on one partition of the log's
-# sixteen, so the others are idle when the registry stops.
+# (1,534), then one claim revised 1,200 times: the last thousand events and more fall on one partition of the
+# log's sixteen, so the others are idle when the registry stops.
 EVENTS_AT_LEAST = 5000
-BUSY_SOURCES = 1200
+BUSY_REVISIONS = 1200
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,10 @@ class Backup:
     after_head: list[str]  # the writer's claims drafted after the backup's head
 
 
-def many_sources_on(claim_id: str, count: int) -> list[dict]:
+def revised_again_and_again(claim_id: str, count: int) -> list[dict]:
     return [
-        {"command": "attach_source", "claim_id": claim_id, "source_id": f"busy-{k}", "relation": "mentions", "measured": f"Rerun {k}."}
-        for k in range(count)
+        {"command": "revise_claim", "claim_id": claim_id, "statement": f"Claim {claim_id} holds on rerun {k}.", "reason": "Rerun."}
+        for k in range(1, count + 1)
     ]
 
 
@@ -61,8 +61,8 @@ def write_the_registry(registry: Registry) -> Written:
     drafted = registry.ingest(drafted_with_sources(CLAIMS), pipeline)
     assert (drafted["accepted"], drafted["rejected"]) == (4 * len(CLAIMS), [])
     post_all(registry.base, person, reviewed_and_disputed(CLAIMS))
-    busy = registry.ingest(many_sources_on(BUSY_CLAIM, BUSY_SOURCES), pipeline, name="busy.jsonl")
-    assert (busy["accepted"], busy["rejected"]) == (BUSY_SOURCES, [])
+    busy = registry.ingest(revised_again_and_again(BUSY_CLAIM, BUSY_REVISIONS), pipeline, name="busy.jsonl")
+    assert (busy["accepted"], busy["rejected"]) == (BUSY_REVISIONS, [])
     head = registry.caught_up()
     return Written(pipeline, person, head, registry.snapshot())
 
@@ -90,10 +90,11 @@ class LifeCycle:
     processes = 4  # claimlog up, its nats-server, the projector and the API
 
     def test_writes_through_the_command_api_and_ingest_reach_every_page(self, registry: Registry, written: Written):
-        assert written.head >= EVENTS_AT_LEAST + BUSY_SOURCES
+        assert written.head >= EVENTS_AT_LEAST + BUSY_REVISIONS
         assert [claim["claim_id"] for claim in written.seen.listing] == CLAIMS
         busy = written.seen.pages[BUSY_CLAIM]
-        assert len(busy["sources"]) == 3 + BUSY_SOURCES and busy["reviews"][0]["recorded"]["by"]["id"] == "ada"
+        assert busy["revision"] == 1 + BUSY_REVISIONS and busy["statement"].endswith(f"rerun {BUSY_REVISIONS}.")
+        assert len(busy["sources"]) == 3 and busy["reviews"][0]["recorded"]["by"]["id"] == "ada"
         assert written.seen.pages[CLAIMS[3]]["disagreements"][0]["state"] == "open"
         assert sum(c["claims_counted"] for c in written.seen.scorecard["capabilities"]) == len(CLAIMS)
 
@@ -130,7 +131,7 @@ class LifeCycle:
     def the_restored_registry_is_the_backup(target: Registry, backup: Backup, written: Written) -> None:
         """The same listing, pages and scorecard as the original as of the backup's head; ``verify`` clean;
         a second restore refused with nothing changed; the old tokens writing, and nothing of what came
-        after the head in the way (the first claim drafted after it can be drafted again, with its slug)."""
+        after the head in the way (every claim the writer drafted after it can be drafted again, with its slug)."""
         assert target.caught_up() == backup.head
         assert without_moment(target.snapshot()) == without_moment(backup.as_of_head)
         assert verified_clean(target)["events"] == backup.head
@@ -141,11 +142,12 @@ class LifeCycle:
         assert target.head() == backup.head
         assert without_moment(target.snapshot()) == without_moment(backup.as_of_head)
 
-        [draft] = drafted_with_sources(backup.after_head[:1], sources=0)
+        drafts = drafted_with_sources(backup.after_head, sources=0)
         with httpx.Client(base_url=target.base, timeout=60) as client:
-            answer = post(client, written.person_token, draft)
-        assert answer["last_seq"] == backup.head + 1
-        assert target.page(draft["slug"], after=answer["last_seq"])["claim_id"] == draft["claim_id"]
+            answers = [post(client, written.person_token, draft) for draft in drafts]
+        assert [answer["last_seq"] for answer in answers] == list(range(backup.head + 1, backup.head + 1 + len(drafts)))
+        for draft in drafts:
+            assert target.page(draft["slug"], after=answers[-1]["last_seq"])["claim_id"] == draft["claim_id"]
 
 
 def restore(target: Registry, backup: Backup) -> None:

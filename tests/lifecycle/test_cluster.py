@@ -18,9 +18,10 @@ pytestmark = [pytest.mark.lifecycle, pytest.mark.cluster]
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
     for database_url in postgres_database():
-        running = Registry(tmp_path_factory.mktemp("cluster"), settings={"CLAIMLOG_DATABASE_URL": database_url})
+        settings = {"CLAIMLOG_DATABASE_URL": database_url}
+        running = Registry(tmp_path_factory.mktemp("cluster"), settings=settings, up=("--cluster", "3", "--workers", "2"))
         try:
-            running.start("--cluster", "3", "--workers", "2")
+            running.start()
             yield running
         finally:
             running.close()
