@@ -9,13 +9,20 @@ from collections.abc import Iterator
 import pytest
 
 from tests.lifecycle.registry import Registry, wait_until
-from tests.lifecycle.story import Backup, Written, write_the_registry
+from tests.lifecycle.story import Backup, Written, revise_the_busy_claim, write_the_registry
 from tests.lifecycle.workload import Writer
 
 
 @pytest.fixture(scope="module")
 def written(registry: Registry) -> Written:
     return write_the_registry(registry)
+
+
+@pytest.fixture(scope="module")
+def busy(registry: Registry, written: Written) -> Written:
+    """The busy claim's revisions: the last writes before the registry is stopped (the story's tests ask for
+    them after the backup's)."""
+    return revise_the_busy_claim(registry, written)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +44,7 @@ def backup(registry: Registry, written: Written, tmp_path_factory: pytest.TempPa
     return Backup(directory, head, as_of_head, after_head=[claim_id for claim_id in during if claim_id not in listed])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def fresh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
     """A new data directory, nothing started in it yet."""
     target = Registry(tmp_path_factory.mktemp("fresh-server"))
@@ -47,7 +54,7 @@ def fresh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]
         target.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def fresh_cluster(tmp_path_factory: pytest.TempPathFactory, target_settings: dict[str, str]) -> Iterator[Registry]:
     """A new data directory with ``claimlog up --cluster 3`` running in it: an empty registry."""
     target = Registry(tmp_path_factory.mktemp("fresh-cluster"), settings=target_settings, up=("--cluster", "3"))

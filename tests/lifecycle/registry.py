@@ -135,6 +135,11 @@ class Registry:
         self.up()
         self.wait_ready(timeout=timeout)
 
+    def keep_running(self) -> None:
+        """Started again if an earlier step left it stopped (that step has failed already and said why)."""
+        if self.process is None or self.process.poll() is not None:
+            self.start()
+
     def ready(self) -> bool:
         assert self.process is not None and self.process.poll() is None, f"claimlog up exited:\n{self.output()[-3000:]}"
         try:
