@@ -30,9 +30,9 @@ def free_port() -> int:
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is gone
+    except (ProcessLookupError, FileNotFoundError):
         return False
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is gone
 
 
 def descendants(pid: int) -> list[int]:
@@ -108,14 +108,14 @@ class Registry:
             [str(self.command), *args], cwd=self.home, env=self.env(**more), capture_output=True, text=True, timeout=timeout
         )
 
-    def up(self, **more: str) -> subprocess.Popen[str]:
+    def up(self) -> subprocess.Popen[str]:
         """``claimlog up`` on the registry's port, its output in ``up-<n>.log`` of the directory (beside the data
         directory: the n-th start there, by any release)."""
         self.log = self.home / f"up-{len(list(self.home.glob('up-*.log'))) + 1}.log"
         output = open(self.log, "w")  # noqa: SIM115 - the child owns it
         self.process = subprocess.Popen(
             [str(self.command), "up", "--port", str(self.port), *self.up_options],
-            cwd=self.home, env=self.env(**more), stdout=output, stderr=subprocess.STDOUT, text=True,
+            cwd=self.home, env=self.env(), stdout=output, stderr=subprocess.STDOUT, text=True,
         )
         output.close()
         return self.process
@@ -193,6 +193,17 @@ class Registry:
                 if alive(pid):
                     os.kill(pid, signal.SIGKILL)
         self.process = None
+        for pid in self.nats_pids():  # left by an ``up`` that died without stopping them
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+    def nats_pids(self) -> list[int]:
+        """The nats-servers ``nats.json`` of the data directory names as running."""
+        try:
+            running = json.loads((self.data_dir / "nats.json").read_text())
+        except FileNotFoundError:
+            return []
+        return running.get("pids") or ([running["pid"]] if "pid" in running else [])
 
     # Writing
 

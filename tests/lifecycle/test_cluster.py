@@ -12,7 +12,7 @@ from tests.databases import postgres_database
 from tests.lifecycle.registry import Registry
 from tests.lifecycle.story import LifeCycle
 
-pytestmark = [pytest.mark.lifecycle, pytest.mark.cluster]
+pytestmark = [pytest.mark.lifecycle, pytest.mark.cluster, pytest.mark.timeout(600)]  # a step may start, write and stop a registry
 
 
 @pytest.fixture(scope="module")

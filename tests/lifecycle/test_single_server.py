@@ -11,7 +11,7 @@ import pytest
 from tests.lifecycle.registry import Registry
 from tests.lifecycle.story import LifeCycle
 
-pytestmark = pytest.mark.lifecycle
+pytestmark = [pytest.mark.lifecycle, pytest.mark.timeout(600)]  # a step may start, write and stop a registry
 
 
 @pytest.fixture(scope="module")

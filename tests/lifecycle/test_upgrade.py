@@ -20,7 +20,7 @@ import pytest
 from tests.lifecycle.registry import Registry, Snapshot, directory_hashes
 from tests.lifecycle.workload import claim_ids, drafted_with_sources, post_all, reviewed_and_disputed
 
-pytestmark = pytest.mark.lifecycle
+pytestmark = [pytest.mark.lifecycle, pytest.mark.timeout(600)]  # a step may start, write and stop a registry
 REPOSITORY = Path(__file__).resolve().parents[2]
 CLAIMS = claim_ids(200000, 300)
 # The nats-server's own diagnostic log in the data directory. Telling the stream's partitions takes the server
