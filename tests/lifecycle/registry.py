@@ -228,8 +228,9 @@ class Registry:
         return httpx.get(f"{self.base}{path}", params=params, timeout=30)
 
     def head(self) -> int:
-        """The head of the log, as ``/health`` reports it."""
-        return self.get("/health").json()["head"]
+        """The head of the log, as ``/health`` reports it (it says null while the log does not answer within
+        its two seconds, as on a loaded machine: asked again then)."""
+        return wait_until(lambda: self.get("/health").json()["head"], timeout=60, what="/health knowing the log's head")
 
     def caught_up(self, *, timeout: float = 180) -> int:
         """The head of the log once every projection has applied it (a read with ``?after=`` the head)."""
