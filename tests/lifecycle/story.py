@@ -138,7 +138,7 @@ class LifeCycle:
     def the_restored_registry_is_the_backup(target: Registry, backup: Backup, written: Written) -> None:
         """The same listing, pages and scorecard as the original as of the backup's head; ``verify`` clean;
         a second restore refused with nothing changed; the old tokens writing, and nothing of what came
-        after the head in the way (every claim the writer drafted after it can be drafted again, with its slug)."""
+        after the head in the way (the slugs of the claims the writer drafted after it are free)."""
         assert target.caught_up() == backup.head
         assert without_moment(target.snapshot()) == without_moment(backup.as_of_head)
         assert verified_clean(target)["events"] == backup.head
@@ -149,12 +149,18 @@ class LifeCycle:
         assert target.head() == backup.head
         assert without_moment(target.snapshot()) == without_moment(backup.as_of_head)
 
-        drafts = drafted_with_sources(backup.after_head, sources=0)
+        # The slugs of the claims drafted after the head belong to nobody here: new claims take them.
+        drafts = [
+            draft | {"claim_id": f"CLM-9{n:05d}"} for n, draft in enumerate(drafted_with_sources(backup.after_head, sources=0))
+        ]
         with httpx.Client(base_url=target.base, timeout=60) as client:
             answers = [post(client, written.person_token, draft) for draft in drafts]
+            taken = client.post("/commands", json=drafted_with_sources(["CLM-999999"], sources=0)[0] | {"slug": "claim-100000"},
+                                headers={"Authorization": f"Bearer {written.person_token}"})
         assert [answer["last_seq"] for answer in answers] == list(range(backup.head + 1, backup.head + 1 + len(drafts)))
         for draft in drafts:
             assert target.page(draft["slug"], after=answers[-1]["last_seq"])["claim_id"] == draft["claim_id"]
+        assert (taken.status_code, taken.json()["error"]) == (409, "slug_taken")  # a slug of the backup's is still its claim's
 
 
 def restore(target: Registry, backup: Backup) -> None:
