@@ -16,7 +16,14 @@ from pathlib import Path
 import httpx
 
 from tests.lifecycle.registry import Registry, Snapshot
-from tests.lifecycle.workload import claim_ids, drafted_with_sources, post, post_all, reviewed_and_disputed
+from tests.lifecycle.workload import (
+    claim_ids,
+    drafted_with_sources,
+    post,
+    post_all,
+    reviewed_and_disputed,
+    revised_again_and_again,
+)
 
 CLAIMS = claim_ids(100000, 1000)
 BUSY_CLAIM = CLAIMS[0]
@@ -45,13 +52,6 @@ class Backup:
     head: int
     as_of_head: Snapshot
     after_head: list[str]  # the writer's claims drafted after the backup's head
-
-
-def revised_again_and_again(claim_id: str, count: int) -> list[dict]:
-    return [
-        {"command": "revise_claim", "claim_id": claim_id, "statement": f"Claim {claim_id} holds on rerun {k}.", "reason": "Rerun."}
-        for k in range(1, count + 1)
-    ]
 
 
 def write_the_registry(registry: Registry) -> Written:

@@ -1,5 +1,6 @@
 """What the life-cycle suite writes: claims drafted with their sources by a pipeline (``claimlog ingest``),
-then reviewed, disputed and related by a person through the command API."""
+then reviewed, disputed and related by a person through the command API; one claim revised again and again;
+and a writer that keeps drafting claims while a backup runs."""
 
 from __future__ import annotations
 
@@ -49,6 +50,14 @@ def reviewed_and_disputed(claims: list[str], *, seed: int = 7) -> list[dict]:
         if n % 5 == 0 and n + 1 < len(claims):
             bodies.append({"command": "relate_claims", "claim_id": claim_id, "related_claim_id": claims[n + 1]})
     return bodies
+
+
+def revised_again_and_again(claim_id: str, count: int) -> list[dict]:
+    """JSON Lines for ``claimlog ingest``: the claim's statement revised ``count`` times."""
+    return [
+        {"command": "revise_claim", "claim_id": claim_id, "statement": f"Claim {claim_id} holds on rerun {k}.", "reason": "Rerun."}
+        for k in range(1, count + 1)
+    ]
 
 
 def post(client: httpx.Client, token: str, body: dict, *, timeout: float = 120) -> dict:
