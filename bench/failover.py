@@ -41,7 +41,8 @@ from bench.results import record  # noqa: E402
 from events.subjects import DEFAULT_PARTITIONS, DEFAULT_PREFIX, DEFAULT_STREAM, LogLayout  # noqa: E402
 from projections.tables import checkpoints  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
-from services.projector.leases import ensure_bucket, leases_bucket  # noqa: E402
+from services.log.names import leases_bucket  # noqa: E402
+from services.projector.leases import ensure_bucket  # noqa: E402
 from services.runtime.cluster import LocalCluster  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
 

@@ -37,7 +37,8 @@ from bench.common import arguments, percentile  # noqa: E402
 from bench.latency import draft, paced, source, start, wait_healthy  # noqa: E402
 from bench.results import record  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
-from services.projector.notices import decode_notice, notice_subject  # noqa: E402
+from services.log.names import notice_subject  # noqa: E402
+from services.projector.notices import decode_notice  # noqa: E402
 from services.runtime.compose import run  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
 from services.runtime.embedded import EmbeddedNats  # noqa: E402

@@ -56,7 +56,8 @@ from bench.common import publish_backlog  # noqa: E402
 from bench.partitions import server_cpu_seconds  # noqa: E402
 from bench.results import record  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
-from services.projector.leases import Leases, assignment, ensure_bucket, leases_bucket  # noqa: E402
+from services.log.names import leases_bucket  # noqa: E402
+from services.projector.leases import Leases, assignment, ensure_bucket  # noqa: E402
 from services.projector.worker import runs_of  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
 from services.runtime.embedded import EmbeddedNats  # noqa: E402

@@ -36,9 +36,10 @@ from events.envelope import utc_now
 from events.subjects import DEFAULT_STREAM
 from services.expiry import stamp
 from services.log.buckets import bucket_keys
+from services.log.names import ACTORS, actors_bucket
 from services.log.replication import ensure_bucket_replicas, placed
 
-BUCKET = "claimlog_actors"  # the default stream's; another stream's registry has a bucket of its own
+BUCKET = ACTORS  # the default stream's; another stream's registry has a bucket of its own
 TOKEN_PREFIX = "clm_"
 
 
@@ -83,11 +84,6 @@ class NoLiveToken(LookupError):
 
 class ActorsUnavailable(RuntimeError):
     """The actors bucket does not exist yet: no actor has been added."""
-
-
-def actors_bucket(stream: str = DEFAULT_STREAM) -> str:
-    """The key-value bucket of the actors of the registry on ``stream``: registries sharing a server never share tokens."""
-    return BUCKET if stream == DEFAULT_STREAM else f"{BUCKET}_{stream}"
 
 
 async def _create_bucket(nc: Client, replicas: int, bucket: str) -> KeyValue:

@@ -27,16 +27,12 @@ from pydantic import BaseModel, ConfigDict
 from events import Actor
 from events.envelope import utc_now
 from events.subjects import DEFAULT_STREAM
+from services.log.names import KEYS, keys_bucket
 from services.log.replication import ensure_bucket_replicas, placed
 from services.log.signing import SIGNER, Attribution, Signer, SigningKey, public_from_text, public_text
 
-BUCKET = "claimlog_keys"  # the default stream's; another stream's registry has a bucket of its own
+BUCKET = KEYS  # the default stream's; another stream's registry has a bucket of its own
 DOCUMENT = "keys"
-
-
-def keys_bucket(stream: str = DEFAULT_STREAM) -> str:
-    """The key-value bucket of the signing keys of the registry on ``stream``."""
-    return BUCKET if stream == DEFAULT_STREAM else f"{BUCKET}_{stream}"
 
 
 class KeyRecord(BaseModel):

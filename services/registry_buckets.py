@@ -6,11 +6,15 @@ workers (their leases)."""
 from __future__ import annotations
 
 from events.subjects import DEFAULT_STREAM
-from services.actors import actors_bucket
-from services.commands.shared_state import RATES, SLUGS, bucket_name
-from services.keys import keys_bucket
-from services.log.buckets import bucket_stream
-from services.projector.leases import leases_bucket
+from services.log.names import (
+    RATES,
+    SLUGS,
+    actors_bucket,
+    bucket_name,
+    bucket_stream,
+    keys_bucket,
+    leases_bucket,
+)
 
 
 def registry_buckets(stream: str = DEFAULT_STREAM) -> dict[str, str]:

@@ -32,12 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.actors import actors_bucket
 from services.audit.export import ImportRefused, export_log, import_file, read_export, resumable
-from services.commands.shared_state import SLUGS, LazyBucket, bucket_name
 from services.commands.slug_rebuild import rebuild_slugs
 from services.commands.slugs import SlugOwners
 from services.log import ClaimLog
+from services.log.names import ACTORS, KV_PREFIX, SLUGS, actors_bucket, bucket_name
+from services.log.shared_state import LazyBucket
 from services.log.snapshot import restore_stream, snapshot_stream, stream_state
 
 FORMAT = 1
@@ -45,7 +45,6 @@ MANIFEST = "manifest.json"
 LOG_FILE = "log.jsonl"
 BUCKETS_DIR = "buckets"
 KEYS_DIR = "keys"
-KV_PREFIX = "KV_"
 RESTORED_STATE = ("messages", "first_seq", "first_ts", "last_seq", "last_ts")  # a bucket restored from its snapshot
 Progress = Callable[[int], None]
 
@@ -70,7 +69,7 @@ def registry_buckets(bucket_names: list[str], stream: str) -> list[str]:
     """The key-value buckets of the registry on ``stream`` that the log does not derive: named like its
     token store, ``claimlog_<name>`` (``claimlog_<name>_<stream>`` for a registry on another stream than
     the default), but for the slugs' owners."""
-    suffix = actors_bucket(stream).removeprefix("claimlog_actors")
+    suffix = actors_bucket(stream).removeprefix(ACTORS)
     pattern = re.compile(rf"claimlog_[a-z0-9]+{re.escape(suffix)}")
     return sorted(name for name in bucket_names if pattern.fullmatch(name) and name not in derived_buckets(stream))
 

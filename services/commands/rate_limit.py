@@ -1,7 +1,7 @@
 """Writes per actor, limited by a token bucket: a steady rate a minute and a burst on top.
 
 The buckets are shared by every API process of a registry: they live in a JetStream key-value bucket
-beside the log (``claimlog_rates``, services/commands/shared_state.py), one key per actor, changed
+beside the log (``claimlog_rates``, services/log/shared_state.py), one key per actor, changed
 by compare-and-set (``update`` at the revision read), so two processes spending one actor's last
 write cannot both have it. Behind n API processes an actor still gets the limit once, not n times.
 Actors are authenticated before they reach a bucket, so there is at most one bucket per actor with
@@ -23,7 +23,7 @@ from typing import Protocol
 
 from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
 
-from services.commands.shared_state import LazyBucket
+from services.log.shared_state import LazyBucket
 
 # Attempts at a compare-and-set before a write is refused as contended (another process kept
 # spending the same actor's allowance at the same moment).

@@ -2,7 +2,7 @@
 
 The log is the only source of truth: a slug names the claim drafted first with it. Every path that
 drafts (the command API, a bulk JSON Lines ingest, a registry page ingest) records the slug's claim
-in a key-value bucket (``services/commands/shared_state.py``) before the draft is appended, so that
+in a key-value bucket (``services/log/shared_state.py``) before the draft is appended, so that
 of two drafts racing for one slug, in any processes, one gets it and the other is refused (409
 ``slug_taken``). A record is only a reservation until its draft lands:
 
@@ -33,10 +33,10 @@ from nats.js.errors import APIError, KeyWrongLastSequenceError, NotFoundError
 
 from events.envelope import utc_now
 from services.commands.decide import Kind, Rejected
-from services.commands.shared_state import SLUGS, LazyBucket
 from services.log import ClaimLog, LogError
 from services.log.batches import MAX_BATCH_EVENTS
-from services.log.buckets import bucket_stream, key_subject
+from services.log.names import SLUGS, bucket_stream, key_subject
+from services.log.shared_state import LazyBucket
 
 RESERVATION_SECONDS = 60.0  # longer than any append (or bulk batch) may take to land after its slug was taken
 TAKE_TRIES = 5

@@ -13,15 +13,7 @@ from __future__ import annotations
 from nats.js.client import JetStreamContext
 from nats.js.errors import NotFoundError
 
-
-def bucket_stream(bucket: str) -> str:
-    """The stream a key-value bucket keeps its entries in."""
-    return f"KV_{bucket}"
-
-
-def key_subject(bucket: str, key: str) -> str:
-    """The subject a key's values are stored under in the bucket's stream (``>`` for every key)."""
-    return f"$KV.{bucket}.{key}"
+from services.log.names import bucket_stream, key_subject
 
 
 async def bucket_keys(js: JetStreamContext, bucket: str, prefix: str = "") -> list[str]:

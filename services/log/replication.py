@@ -18,8 +18,8 @@ from nats.aio.client import Client
 from nats.js.api import StreamInfo
 from nats.js.errors import APIError, NotFoundError
 
-from services.log.buckets import bucket_stream
 from services.log.errors import LogConfigError
+from services.log.names import bucket_stream
 
 log = logging.getLogger(__name__)
 SETTING = "CLAIMLOG_NATS_REPLICAS"

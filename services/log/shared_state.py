@@ -22,17 +22,10 @@ from nats.js.errors import BucketNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 
 from events.subjects import DEFAULT_STREAM
-from services.log.buckets import bucket_stream
+from services.log.names import RATES, SLUGS, bucket_name, bucket_stream
 from services.log.replication import placed
 
-SLUGS = "claimlog_slugs"
-RATES = "claimlog_rates"
 DESCRIPTIONS = {SLUGS: "the claim each slug belongs to", RATES: "each actor's writes left (the shared rate limit)"}
-
-
-def bucket_name(kind: str, stream: str = DEFAULT_STREAM) -> str:
-    """The bucket of ``kind`` (SLUGS, RATES) of the registry on ``stream``."""
-    return kind if stream == DEFAULT_STREAM else f"{kind}_{stream}"
 
 
 async def open_bucket(nc: Client, kind: str, *, stream: str = DEFAULT_STREAM, replicas: int = 1) -> KeyValue:

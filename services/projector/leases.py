@@ -16,27 +16,20 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from nats.js import JetStreamContext
-from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import (
-    BucketNotFoundError,
     KeyNotFoundError,
     KeyWrongLastSequenceError,
-    NotFoundError,
 )
 from nats.js.kv import KeyValue
 
-from events.subjects import DEFAULT_STREAM
-from services.log.buckets import bucket_keys, bucket_stream, key_subject
+from services.log.buckets import bucket_keys
+from services.log.lease_bucket import bucket_ttl, ensure_bucket
+from services.log.names import LEASES, bucket_stream, key_subject
 
-BUCKET = "claimlog-leases"  # the default registry's; another stream's registry has its own (``leases_bucket``)
-
-
-def leases_bucket(stream: str = DEFAULT_STREAM) -> str:
-    """The leases bucket of the registry on ``stream``: workers of registries sharing a server never meet."""
-    return BUCKET if stream == DEFAULT_STREAM else f"{BUCKET}_{stream}"
+BUCKET = LEASES  # the default registry's; another stream's registry has its own (``leases_bucket``)
 
 
 def weight(worker: str, partition: int) -> int:
@@ -175,34 +168,6 @@ class Leases:
             if entry.value:
                 held[k] = (entry.value.decode(), entry.revision)
         return held
-
-
-async def ensure_bucket(js: JetStreamContext, *, ttl: float, replicas: int = 1, bucket: str = BUCKET) -> KeyValue:
-    """The leases bucket, made when missing; entries live ``ttl`` seconds (CLAIMLOG_LEASE_SECONDS), set
-    again when the bucket was made with another lease time (``claimlog up`` and the deploy's stream
-    service do this as admin; a projector may read and write the bucket, not make or change it)."""
-    try:
-        kv = await js.key_value(bucket)
-    except (BucketNotFoundError, NotFoundError):
-        config = KeyValueConfig(
-            bucket=bucket, history=1, ttl=ttl, storage=StorageType.FILE, replicas=replicas,
-            description="claimlog projector workers and the partitions each folds",
-        )
-        return await js.create_key_value(config)
-    info = await js.stream_info(bucket_stream(bucket))
-    if info.config.max_age != ttl:
-        window = min(info.config.duplicate_window or ttl, ttl)  # the server refuses a window longer than the entries live
-        await js.update_stream(replace(info.config, max_age=ttl, duplicate_window=window))
-    return kv
-
-
-async def bucket_ttl(js: JetStreamContext, bucket: str = BUCKET) -> float | None:
-    """How long the leases bucket keeps an entry not written again (the lease time), or ``None`` when it is not made yet."""
-    try:
-        info = await js.stream_info(bucket_stream(bucket))
-    except NotFoundError:
-        return None
-    return info.config.max_age
 
 
 def _key(partition: int) -> str:

@@ -17,8 +17,9 @@ from sqlalchemy import Engine
 
 from projections.registry import build_projections
 from services.log import ClaimLog, LogError
+from services.log.names import leases_bucket
 from services.log.servers import ErrorLog, connect, inbox_prefix, split_credentials
-from services.projector.leases import Leases, leases_bucket
+from services.projector.leases import Leases
 from services.projector.live import Projector
 from services.projector.sessions import session_name
 from services.projector.shares import level

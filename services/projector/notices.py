@@ -17,11 +17,6 @@ from dataclasses import dataclass
 from projections.base import Record
 
 
-def notice_subject(stream: str) -> str:
-    """The subject of a stream's commit notices: outside every subject the stream stores."""
-    return f"claimlog.live.{stream}"
-
-
 @dataclass(frozen=True)
 class Notice:
     """Claims changed by one commit (claim id -> its last sequence in it), and the commit's last sequence."""

@@ -17,10 +17,11 @@ from projections.base import Record
 from services.keys import AttributionCache, load_attribution
 from services.log import ClaimLog, Delivery, DurableConsumer
 from services.log.consumer import PartitionConsumers
+from services.log.names import notice_subject
 from services.log.signing import Attribution
 from services.projector.applied import applied_through
 from services.projector.errors import NEVER_PARK, TRANSIENT, CannotIsolateError, FencingError
-from services.projector.notices import encode_notice, notice_subject
+from services.projector.notices import encode_notice
 from services.projector.writer import CheckpointedWriter, Entry, Refused
 
 log = logging.getLogger(__name__)

@@ -20,8 +20,9 @@ from services.commands.http import router as command_router
 from services.commands.models import COMMAND_TYPES
 from services.commands.rate_limit import RateLimiter, SharedBuckets
 from services.commands.service import CommandService
-from services.commands.shared_state import RATES, LazyBucket
 from services.log import ClaimLog
+from services.log.names import RATES
+from services.log.shared_state import LazyBucket
 from services.read_api.aggregates import router as aggregates_router
 from services.read_api.browser import Cors, install_browser_policy
 from services.read_api.command_metrics import CommandMetrics, CommandTimer

@@ -12,7 +12,8 @@ from fastapi import HTTPException
 from nats.aio.msg import Msg
 
 from services.log import ClaimLog
-from services.projector.notices import decode_notice, notice_subject
+from services.log.names import notice_subject
+from services.projector.notices import decode_notice
 
 COALESCE_LIMIT = 500  # changed claims a registry stream holds before it says "reload" instead
 

@@ -19,7 +19,8 @@ from sqlalchemy import Engine, func, select
 
 from projections.tables import checkpoints
 from services.log import ClaimLog
-from services.projector.leases import Leases, leases_bucket
+from services.log.names import leases_bucket
+from services.projector.leases import Leases
 from services.read_api.lag import HEAD_TIMEOUT, first_in_partition, seconds_since
 
 

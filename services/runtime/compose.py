@@ -13,15 +13,13 @@ from typing import Any, TypeVar
 import nats.errors
 
 from events.subjects import LogLayout
-from services.actors import actors_bucket
-from services.commands.shared_state import DESCRIPTIONS, RATES, SLUGS, allow_batches, bucket_name, open_bucket
-from services.keys import keys_bucket
 from services.log import ClaimLog, LogConfigError, NatsTls, StreamSpec, connect
 from services.log.durability import warn_if_server_not_synced
+from services.log.lease_bucket import ensure_bucket as ensure_leases
+from services.log.names import RATES, SLUGS, actors_bucket, bucket_name, keys_bucket, leases_bucket
 from services.log.replication import ensure_bucket_replicas
+from services.log.shared_state import DESCRIPTIONS, allow_batches, open_bucket
 from services.log.signing import Signer
-from services.projector.leases import ensure_bucket as ensure_leases
-from services.projector.leases import leases_bucket
 from services.runtime.cluster import LocalCluster, cluster_nodes
 from services.runtime.embedded import EmbeddedNats, running_url
 from services.runtime.local_ca import local_ca_file

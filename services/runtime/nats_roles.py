@@ -14,13 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from events.subjects import DEFAULT_PREFIX, DEFAULT_STREAM, LogLayout
-from services.actors import actors_bucket
-from services.commands.shared_state import RATES, SLUGS, bucket_name
-from services.keys import keys_bucket
-from services.log.buckets import bucket_stream, key_subject
+from services.log.names import (
+    RATES,
+    SLUGS,
+    actors_bucket,
+    bucket_name,
+    bucket_stream,
+    key_subject,
+    keys_bucket,
+    leases_bucket,
+    notice_subject,
+)
 from services.log.servers import inbox_prefix
-from services.projector.leases import leases_bucket
-from services.projector.notices import notice_subject
 
 ROLES = ("admin", "writer", "producer", "projector", "reader")
 ACTORS_BUCKET = actors_bucket()  # the default registry's key-value bucket of actors and token hashes (services/actors.py)

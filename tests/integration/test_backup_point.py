@@ -13,10 +13,10 @@ from services.actors import ActorStore
 from services.audit.backup import backup, restore
 from services.commands import parse_command
 from services.commands.service import CommandService
-from services.commands.shared_state import bucket_name
 from services.commands.slugs import SLUGS, slug_owners
 from services.log import ClaimLog, StreamSpec, connect
 from services.log.buckets import bucket_keys
+from services.log.names import bucket_name
 from services.runtime.embedded import EmbeddedNats
 from tests.conftest import random_claim_id
 from tests.integration.command_api import ACTORS, draft

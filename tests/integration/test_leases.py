@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+from services.log.names import leases_bucket
 from services.log.servers import connect
-from services.projector.leases import BUCKET, Leases, assignment, leases_bucket, wanted
+from services.projector.leases import BUCKET, Leases, assignment, wanted
 
 TTL = 1.0
 

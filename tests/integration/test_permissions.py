@@ -18,9 +18,9 @@ from sqlalchemy import Engine
 
 from events.subjects import LogLayout
 from projections.registry import build_projections
-from services.commands.shared_state import SLUGS, bucket_name
 from services.keys import KeyRing, load_attribution
 from services.log import ClaimLog, LogConfigError, StreamSpec, connect
+from services.log.names import SLUGS, bucket_name
 from services.log.servers import redact
 from services.projector import Projector
 from services.read_api.queries import claim_page

@@ -9,8 +9,9 @@ import pytest
 
 from events import Actor
 from events.subjects import LogLayout
-from services.actors import ActorStore, actors_bucket
+from services.actors import ActorStore
 from services.log import ClaimLog, LogError, PublishError, StreamSpec, connect
+from services.log.names import actors_bucket
 from services.runtime.embedded import EmbeddedNats, running_url
 from services.runtime.nats_roles import ROLES, user_name
 from tests.builders import attached, drafted

@@ -16,13 +16,13 @@ from services.commands import Rejected, parse_command
 from services.commands.bulk import BulkIngest
 from services.commands.bulk_lines import read_commands
 from services.commands.service import CommandService
-from services.commands.shared_state import bucket_name
 from services.commands.slug_rebuild import rebuild_slugs
 from services.commands.slugs import RESERVATION_SECONDS, SLUGS, slug_owners
 from services.ingest.page_batches import import_pages
 from services.ingest.pages import read_page, sample_pages
 from services.log import ClaimLog, PublishError
-from services.log.buckets import bucket_keys, bucket_stream
+from services.log.buckets import bucket_keys
+from services.log.names import bucket_name, bucket_stream
 from tests.conftest import random_claim_id
 from tests.integration.audit_log import claimlog
 from tests.integration.command_api import ACTORS, draft
