@@ -170,7 +170,7 @@ async def measure_as_of(url: str, claim_ids: list[str], repeats: int, snapshots)
 
 def as_of_both_ways(nats_url: str, database_url: str, claim_ids: list[str], repeats: int) -> dict[str, list[float]]:
     """As-of reads folded from the first event, and from the snapshots of the rebuilt read models."""
-    from services.rebuild.generations import Generations
+    from services.store.generations import Generations
 
     generations = Generations(database_url)
     try:
@@ -181,9 +181,9 @@ def as_of_both_ways(nats_url: str, database_url: str, claim_ids: list[str], repe
 
 def child(nats_url: str, database_url: str) -> None:
     """In a fresh process: rebuild a new generation from the log, sampling memory every tenth of the log."""
-    from services.rebuild.generations import Generations
     from services.rebuild.replay import rebuild_generation
     from services.runtime.settings import Settings
+    from services.store.generations import Generations
 
     samples: dict[int, float] = {}
     tree_memory = TreeMemory()

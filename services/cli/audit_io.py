@@ -70,7 +70,7 @@ async def _verify(settings: Settings, report, *, tables: bool) -> None:
 
 def _live_engine(settings: Settings):
     """The engine of the read models the API serves (the active generation)."""
-    from services.rebuild.generations import Generations
+    from services.store.generations import Generations
 
     generations = Generations(settings.resolved_database_url())
     return generations, generations.active()[1]

@@ -42,8 +42,8 @@ def unreadable(
 @db_app.command("upgrade")
 def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
     """Migrate the read-model schema (Alembic)."""
-    from services.rebuild.generations import Generations
     from services.runtime.db import upgrade
+    from services.store.generations import Generations
 
     settings = setup()
     generations = Generations(settings.resolved_database_url())

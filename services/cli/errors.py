@@ -13,10 +13,10 @@ from sqlalchemy.exc import DBAPIError
 
 from services.actors import ActorsUnavailable, NoLiveToken
 from services.log import LogError
-from services.rebuild.generations import GenerationError
 from services.runtime.db import DatabaseNotReadyError
 from services.runtime.embedded import EmbeddedNatsError
 from services.runtime.settings import Settings
+from services.store.generations import GenerationError
 from services.timeline.as_of import is_claim_id
 
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")

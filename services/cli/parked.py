@@ -11,9 +11,9 @@ from rich.table import Table
 from services.cli.setup import command_settings
 from services.projector.parking import parked_rows
 from services.projector.retry import retry_parked
-from services.rebuild.generations import Generations
 from services.runtime.compose import open_log, run
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 
 parked_app = typer.Typer(help="Events held back behind a poison event.", invoke_without_command=True)
 console = Console(stderr=True)

@@ -19,11 +19,11 @@ from rich.table import Table
 
 from services.cli.setup import command_settings
 from services.rebuild.diff import Diff
-from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_generation
 from services.rebuild.some import chosen_projections
 from services.runtime.compose import run
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 
 console = Console(stderr=True)
 

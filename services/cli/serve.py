@@ -55,8 +55,8 @@ def api(
     import uvicorn
 
     from services.read_api.server import build_app
-    from services.rebuild.generations import Generations
     from services.runtime.db import require_current
+    from services.store.generations import Generations
 
     settings = setup()
     generations = Generations(settings.resolved_database_url())

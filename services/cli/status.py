@@ -30,8 +30,8 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print the repor
     and each projector worker with the partitions it holds (epoch, position, lag)."""
     from services.projector.applied import applied
     from services.read_api.partitions import partition_section
-    from services.rebuild.generations import Generations
     from services.runtime.compose import open_log, run
+    from services.store.generations import Generations
 
     settings = setup("WARNING")
     generations = Generations(settings.resolved_database_url())

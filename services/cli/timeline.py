@@ -82,7 +82,7 @@ def _claim_id(settings: Settings, key: str) -> str | None:
     if is_claim_id(key):
         return key
     from services.read_api.as_of_pages import claim_of_slug
-    from services.rebuild.generations import Generations
+    from services.store.generations import Generations
 
     with Generations(settings.resolved_database_url()).active()[1].connect() as conn:
         return claim_of_slug(conn, key)
@@ -90,7 +90,7 @@ def _claim_id(settings: Settings, key: str) -> str | None:
 
 async def _page_json(settings: Settings, key: str, point: AsOf | None) -> bytes | None:
     from services.read_api.as_of_pages import shaped_page
-    from services.rebuild.generations import Generations
+    from services.store.generations import Generations
 
     claim_id = _claim_id(settings, key)
     if claim_id is None:

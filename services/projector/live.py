@@ -11,7 +11,7 @@ from projections.base import Projection
 from services.log import ClaimLog
 from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
-from services.rebuild.generations import Generations
+from services.store.generations import Generations
 
 log = logging.getLogger(__name__)
 

@@ -24,11 +24,11 @@ from services.projector.live import Projector
 from services.projector.sessions import session_name
 from services.projector.shares import level
 from services.projector.worker import Worker
-from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_if_stale
 from services.runtime.compose import nats_server, nats_tls, ready, stream_spec
 from services.runtime.db import make_engine, require_current, session_bound
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 
 log = logging.getLogger(__name__)
 # FastStream's own loggers write to the streams they find, in colour whether or not those are terminals;

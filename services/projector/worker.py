@@ -46,7 +46,7 @@ from services.projector.errors import TRANSIENT, FencingError
 from services.projector.leases import Lease, Leases, wanted
 from services.projector.live import Projector
 from services.projector.sessions import end_stale_sessions
-from services.rebuild.generations import Generations
+from services.store.generations import Generations
 
 log = logging.getLogger(__name__)
 LOOK_EVERY = 1.0  # seconds between looks at the live workers and the free partitions (at most)

@@ -15,9 +15,9 @@ from services.read_api.app import attach_log, create_app
 from services.read_api.browser import Cors
 from services.read_api.guards import Guards
 from services.read_api.state import api_state
-from services.rebuild.generations import Generations
 from services.runtime.compose import open_log
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 
 log = logging.getLogger(__name__)
 FOLLOW_EVERY = 0.5  # seconds between looks at which read-model generation is active

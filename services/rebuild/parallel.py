@@ -25,11 +25,11 @@ from projections.tables import checkpoints
 from services.log import ClaimLog, Delivery, NatsTls
 from services.log.signing import signature_headers
 from services.projector.runner import claim_partition
-from services.rebuild.bulk_build import drop_secondary, restore_secondary
-from services.rebuild.generations import Generations
 from services.rebuild.worker import REPLAY_BATCH, partition_main
 from services.runtime.compose import nats_tls, stream_spec
 from services.runtime.settings import Settings
+from services.store.bulk_build import drop_secondary, restore_secondary
+from services.store.generations import Generations
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]  # (applied through, head of the log)

@@ -23,12 +23,12 @@ from services.log import ClaimLog, connect
 from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
 from services.rebuild.diff import Diff, diff_generations
-from services.rebuild.generations import Generations
 from services.rebuild.parallel import Progress, build_in_parallel, reader_consumer, worker_consumer
 from services.rebuild.some import PartialRebuildDisagrees, chosen_projections, copy_others, parked_in
 from services.rebuild.worker import REPLAY_BATCH
 from services.runtime.compose import nats_server, nats_tls, ready, stream_spec
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 
 log = logging.getLogger(__name__)
 PARALLEL_FROM = 100_000  # below this, starting worker processes costs more than it saves

@@ -20,8 +20,8 @@ from sqlalchemy import Engine, insert, select, text
 from projections.base import Projection
 from projections.registry import build_projections
 from projections.tables import checkpoints, claim_pages, parked_events
-from services.rebuild.bulk_build import copy_attached, merge_postgresql, rebuild_sqlite_search
-from services.rebuild.generations import Generations
+from services.store.bulk_build import copy_attached, merge_postgresql, rebuild_sqlite_search
+from services.store.generations import Generations
 
 Parked = set[tuple[int, str]]  # (sequence, claim) of each parked event
 

@@ -28,7 +28,7 @@ from services.log.signing import Attribution
 from services.projector.errors import CannotIsolateError
 from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
-from services.rebuild.bulk_build import drop_secondary
+from services.store.bulk_build import drop_secondary
 
 log = logging.getLogger(__name__)
 REPLAY_BATCH = 5000  # events per transaction: a rebuild wants throughput, not the live path's latency

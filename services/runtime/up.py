@@ -14,7 +14,6 @@ from sqlalchemy.engine import make_url
 from services.ingest.cli import ingest_files
 from services.ingest.pages import sample_pages
 from services.log.servers import redact
-from services.rebuild.generations import Generations
 from services.runtime.cluster import LocalCluster, cluster_nodes
 from services.runtime.compose import ensure_log, local_server, nats_replicas, nats_tls, tls_env
 from services.runtime.embedded import EmbeddedNats, EmbeddedNatsError, running_url
@@ -24,6 +23,7 @@ from services.runtime.preflight import check_database, check_log
 from services.runtime.readiness import wait_ready
 from services.runtime.settings import Settings
 from services.runtime.supervisor import Child, Supervisor, child_env, service_argv
+from services.store.generations import Generations
 
 log = logging.getLogger(__name__)
 console = Console()

@@ -16,9 +16,9 @@ from projections.registry import build_projections
 from services.actors import BUCKET
 from services.log import ClaimLog
 from services.projector import Projector
-from services.rebuild.generations import Generations
 from services.runtime.cluster import LocalCluster
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 from tests.conftest import random_claim_id
 from tests.integration.command_api import Api, draft, running_api
 from tests.integration.live_projection import assert_equals_a_full_rebuild

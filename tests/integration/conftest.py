@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import Engine
 
 from services.log import ClaimLog
-from services.rebuild.generations import Generations
 from services.runtime.db import make_engine
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 from tests.conftest import second_migrated_database
 from tests.databases import Templates
 from tests.integration.command_api import Api, running_api

@@ -12,9 +12,9 @@ from projections.checksum import table_checksums
 from projections.registry import build_projections
 from services.log import ClaimLog
 from services.projector import Projector
-from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_generation
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 from tests.integration.test_projector import append_history
 
 

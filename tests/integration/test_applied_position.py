@@ -13,9 +13,9 @@ from projections.tables import checkpoints
 from services.log import ClaimLog
 from services.projector import Projector
 from services.read_api.guards import Guards
-from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_generation
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 from tests.builders import drafted, history
 from tests.conftest import random_claim_id
 from tests.integration.guarded_api import guarded_api, projection

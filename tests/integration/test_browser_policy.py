@@ -16,8 +16,8 @@ from pydantic import ValidationError
 from services.read_api.app import attach_log
 from services.read_api.browser import Cors
 from services.read_api.server import build_app
-from services.rebuild.generations import Generations
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 from tests.conftest import random_claim_id
 from tests.integration.command_api import Api, draft
 

@@ -17,11 +17,11 @@ from events.subjects import DEFAULT_LAYOUT, claim_of, event_subject
 from projections.checksum import table_checksums
 from services.log import ClaimLog, PublishError, StoredEvent, StreamSpec, connect
 from services.log.restore import Republisher, RestoredEvent
-from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_generation
 from services.runtime.db import make_engine, upgrade
 from services.runtime.embedded import EmbeddedNats
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 from tests.builders import attached, drafted
 from tests.conftest import random_claim_id, second_database
 from tests.integration.audit_log import claimlog, project, publish_raw, verify_json, write_claims

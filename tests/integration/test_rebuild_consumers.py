@@ -9,9 +9,9 @@ from sqlalchemy import Engine
 
 from services.log import ClaimLog
 from services.log.consumer import FORGET_IDLE_SECONDS
-from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_generation
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 from tests.conftest import random_claim_id
 from tests.integration.test_projector import append_history, project_all
 from tests.integration.test_replay import _UnusablePlaces

@@ -24,9 +24,9 @@ from services.log import ClaimLog
 from services.read_api.listing_sql import ClaimFilters, claim_listing
 from services.read_api.server import build_app
 from services.read_api.state import api_state
-from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_generation, rebuild_if_stale, stale_projections
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 from tests.builders import attached, history, reviewed
 from tests.conftest import random_claim_id
 from tests.integration.live_projection import assert_equals_a_full_rebuild, live_projector, until

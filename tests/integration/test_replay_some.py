@@ -20,9 +20,9 @@ from projections.tables import checkpoints, claim_pages, contributor_activity
 from services.log import ClaimLog
 from services.projector.parking import parked_rows
 from services.read_api.listing_sql import ClaimFilters, claim_listing
-from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_generation, rebuild_if_stale
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 from tests.builders import corrected
 from tests.conftest import random_claim_id
 from tests.integration.live_projection import assert_equals_a_full_rebuild, live_projector, until

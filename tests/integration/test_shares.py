@@ -22,9 +22,9 @@ from services.projector.runner import claim_partition, to_entries
 from services.projector.shares import consumer_name, level
 from services.projector.writer import Refused
 from services.read_api.queries import positions
-from services.rebuild.generations import Generations
 from services.rebuild.replay import rebuild_generation
 from services.runtime.settings import Settings
+from services.store.generations import Generations
 from tests.builders import attached, withdrawn
 from tests.conftest import random_claim_id
 from tests.integration.live_projection import assert_equals_a_full_rebuild, until

@@ -20,8 +20,8 @@ from sqlalchemy import Engine, delete, func, insert, select, text, update
 from sqlalchemy.engine import make_url
 
 from projections.tables import CONTROL_TABLES, metadata, read_model_generations
-from services.rebuild.bulk_build import merge_postgresql, merge_sqlite
 from services.runtime.db import make_engine, upgrade
+from services.store.bulk_build import merge_postgresql, merge_sqlite
 
 table = read_model_generations
 
