@@ -32,7 +32,7 @@ def up(
     ] = 1,
 ) -> None:
     """Run everything: NATS (embedded unless CLAIMLOG_NATS_URL), migrations, projector and read API."""
-    from services.runtime.up import run_up
+    from services.orchestration.up import run_up
 
     settings = setup()
     host, port = host or settings.api_host, port or settings.api_port

@@ -1,7 +1,10 @@
-"""Running the processes, and the settings they run with.
+"""The low layer every process stands on: its settings, its database and its NATS.
 
-``settings`` (every ``CLAIMLOG_*`` setting), ``db`` (engines and migrations), ``embedded`` (the nats-server of
-the wheel), ``nats_roles`` (its users and their permissions), ``supervisor``, ``processes`` and ``up``
-(``claimlog up``), ``compose`` (the log and the database opened from one ``Settings``). Modules here may
-import ``events``, ``projections`` and the other packages of ``services``; not ``services.cli``.
+``settings`` (every ``CLAIMLOG_*`` setting), ``db`` (engines and migrations), ``compose`` (the log and the
+database opened from one ``Settings``), and the NATS ``compose`` may have to start and reach: ``embedded``
+(the nats-server of the wheel), ``cluster`` (the data directory's local cluster), ``local_ca`` (its
+certificate authority), ``nats_roles`` (the users and their permissions), ``processes``. Modules here may
+import ``events``, ``projections``, ``services.log`` and the modules beside it (``services.actors``,
+``services.keys``); nothing of the packages that run on it. Running the processes as one (``claimlog
+up``) is ``services.orchestration``'s.
 """

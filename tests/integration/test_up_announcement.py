@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from services.runtime import up
+from services.orchestration import up
 from services.runtime.settings import Settings
 from tests.integration.command_api import Api
 

@@ -85,7 +85,7 @@ def test_the_graph_is_read_from_the_source():
     graph = import_graph()
     assert "services.cli" in graph and "services.cli.actors" in graph["services.cli"]
     assert "services.runtime.compose" in graph["services.cli.serve"]  # a lazy import inside a function counts too
-    assert "services.runtime.up" in graph["services.cli.serve"]
+    assert "services.orchestration.up" in graph["services.cli.serve"]
 
 
 def test_no_module_imports_itself_round_a_circle():

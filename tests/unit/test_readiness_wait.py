@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import httpx
 from rich.console import Console
 
-from services.runtime.readiness import wait_ready
+from services.orchestration.readiness import wait_ready
 
 
 @dataclass

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from services.orchestration.up import _children, run_up
 from services.runtime.settings import Settings
-from services.runtime.up import _children, run_up
 
 
 def test_up_runs_n_workers_each_under_a_name_that_outlives_its_restarts():

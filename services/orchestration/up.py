@@ -14,15 +14,15 @@ from sqlalchemy.engine import make_url
 from services.ingest.cli import ingest_files
 from services.ingest.pages import sample_pages
 from services.log.servers import redact
+from services.orchestration.nats_children import nats_children
+from services.orchestration.preflight import check_database, check_log
+from services.orchestration.readiness import wait_ready
+from services.orchestration.supervisor import Child, Supervisor, child_env, service_argv
 from services.runtime.cluster import LocalCluster, cluster_nodes
 from services.runtime.compose import ensure_log, local_server, nats_replicas, nats_tls, tls_env
 from services.runtime.embedded import EmbeddedNats, EmbeddedNatsError, running_url
-from services.runtime.nats_children import nats_children
 from services.runtime.nats_roles import USERS_FILE
-from services.runtime.preflight import check_database, check_log
-from services.runtime.readiness import wait_ready
 from services.runtime.settings import Settings
-from services.runtime.supervisor import Child, Supervisor, child_env, service_argv
 from services.store.generations import Generations
 
 log = logging.getLogger(__name__)
