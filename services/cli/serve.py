@@ -41,7 +41,7 @@ def up(
 
 def projector() -> None:
     """Run the projector alone: fold the log into the read models until stopped."""
-    from services.projector.main import run_projector
+    from services.orchestration.projector_process import run_projector
 
     run(run_projector(setup()))
 
