@@ -54,7 +54,7 @@ def api(
     """Run the HTTP API alone: reads, and commands (which connect to NATS as the writer)."""
     import uvicorn
 
-    from services.read_api.server import build_app
+    from services.http.server import build_app
     from services.runtime.db import require_current
     from services.store.generations import Generations
 

@@ -1,5 +1,4 @@
-"""The read API: claim pages, listings and health, served from the read models."""
+"""The read API: claim pages, listings and health, served from the read models.
 
-from services.read_api.app import create_app
-
-__all__ = ["create_app"]
+Its routers, queries and pages; the app that mounts them with the command routes is ``services.http``'s.
+"""

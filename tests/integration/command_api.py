@@ -13,9 +13,9 @@ from sqlalchemy import Engine
 from events import Actor
 from projections.registry import build_projections
 from services.actors import ActorStore
+from services.http.app import attach_log, create_app
 from services.log import ClaimLog
 from services.projector import Projector
-from services.read_api.app import attach_log, create_app
 
 
 @dataclass

@@ -12,9 +12,9 @@ from sqlalchemy import Engine
 
 from projections.registry import build_projections
 from services.actors import ActorStore
+from services.http.app import attach_log, create_app
 from services.log import ClaimLog
 from services.projector import Projector
-from services.read_api.app import attach_log, create_app
 from services.read_api.guards import Guards
 from tests.integration.command_api import ACTORS, Api
 

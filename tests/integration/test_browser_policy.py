@@ -13,9 +13,9 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from services.read_api.app import attach_log
+from services.http.app import attach_log
+from services.http.server import build_app
 from services.read_api.browser import Cors
-from services.read_api.server import build_app
 from services.runtime.settings import Settings
 from services.store.generations import Generations
 from tests.conftest import random_claim_id

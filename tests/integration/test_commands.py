@@ -14,7 +14,7 @@ from events.envelope import utc_now
 from events.review import ReviewRecorded
 from services.commands import Rejected, parse_command
 from services.commands.service import CommandService
-from services.read_api.app import create_app
+from services.http.app import create_app
 from tests.conftest import random_claim_id
 from tests.integration.command_api import ACTORS, Api, draft
 

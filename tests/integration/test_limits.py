@@ -10,8 +10,8 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
+from services.http.app import attach_log, create_app
 from services.log import ClaimLog, StreamSpec, connect
-from services.read_api.app import attach_log, create_app
 from services.read_api.guards import Guards
 from tests.conftest import random_claim_id
 from tests.integration.command_api import draft

@@ -20,8 +20,8 @@ from sqlalchemy.engine import make_url
 import services.actors
 from events import Actor
 from services.actors import BUCKET, ActorKindFixed, ActorStore
+from services.http.app import attach_log, create_app
 from services.log import ClaimLog
-from services.read_api.app import attach_log, create_app
 from tests.conftest import POSTGRES_URL, random_claim_id
 from tests.integration.command_api import ACTORS, draft
 

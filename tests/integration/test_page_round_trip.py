@@ -16,12 +16,12 @@ from sqlalchemy import Engine
 
 from events import Actor
 from events.subjects import LogLayout
+from services.http import create_app
 from services.ingest.importer import PAGE_IMPORTER, source_id
 from services.ingest.page_format import parse_page
 from services.ingest.pages import import_page, read_page, sample_pages
 from services.log import ClaimLog
 from services.log.stream import StreamSpec
-from services.read_api import create_app
 from tests.builders import answered, filed, resolved, review_withdrawn, reviewed
 from tests.integration.test_projector import append_history, project_all
 

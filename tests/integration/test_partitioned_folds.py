@@ -24,11 +24,11 @@ from events.relation import ClaimsRelated
 from events.subjects import LogLayout
 from projections.checksum import table_checksums
 from projections.registry import build_projections
+from services.http.app import create_app
 from services.log import ClaimLog, StreamSpec, connect
 from services.projector import FencingError, Projector, Runner, Scope
 from services.projector.writer import CheckpointedWriter
 from services.read_api import queries
-from services.read_api.app import create_app
 from services.rebuild.worker import clear_place
 from tests.builders import (
     _envelope,

@@ -6,9 +6,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
+from services.http import create_app
 from services.ingest.pages import import_page, read_page, sample_pages
 from services.log import ClaimLog
-from services.read_api import create_app
 from tests.integration.test_projector import append_history, project_all
 
 

@@ -20,9 +20,9 @@ from events.subjects import DEFAULT_LAYOUT
 from projections.checksum import table_checksums
 from projections.registry import build_projections
 from projections.tables import checkpoints, claim_pages, unreadable_events
+from services.http.server import build_app
 from services.log import ClaimLog
 from services.read_api.listing_sql import ClaimFilters, claim_listing
-from services.read_api.server import build_app
 from services.read_api.state import api_state
 from services.rebuild.replay import rebuild_generation, rebuild_if_stale, stale_projections
 from services.runtime.settings import Settings

@@ -66,7 +66,7 @@ async def test_each_unreadable_event_is_recorded_with_why_and_a_valid_claim_stil
     # Visible through the API and the CLI, not only in the table.
     from fastapi.testclient import TestClient
 
-    from services.read_api import create_app
+    from services.http import create_app
 
     listed = TestClient(create_app(engine)).get("/unreadable-events").json()
     assert [(e["seq"], e["reason"]) for e in listed] == [(row.seq, row.reason) for row in rows]

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
-from services.read_api.app import attach_log, create_app
+from services.http.app import attach_log, create_app
 from services.read_api.browser import Cors
 from services.read_api.guards import Guards
 from services.read_api.state import api_state

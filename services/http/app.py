@@ -16,10 +16,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from projections.registry import build_projections
 from services.actors import ActorStore
-from services.commands.http import router as command_router
 from services.commands.models import COMMAND_TYPES
 from services.commands.rate_limit import RateLimiter, SharedBuckets
 from services.commands.service import CommandService
+from services.http.commands import router as command_router
 from services.log import ClaimLog
 from services.log.names import RATES
 from services.log.shared_state import LazyBucket
