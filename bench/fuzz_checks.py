@@ -15,11 +15,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection, Engine, select
 
@@ -36,13 +36,26 @@ from services.projector import Projector
 from services.runtime.db import make_engine, upgrade
 from services.runtime.embedded import EmbeddedNats
 
-if TYPE_CHECKING:
-    from bench.fuzz_log import Published
-
 STREAM = StreamSpec("CLAIMS")
 CATCH_UP = 300.0  # seconds the projector may take to reach the head once everything is published
 NAMED_UNREADABLE = ("unreadable", "signature", "subject")
 SEQ_COLUMNS = ("seq", "first_seq", "last_seq")
+
+
+@dataclass
+class Published:
+    """What the run published: each stored sequence's kind, which of them the contract lets fold."""
+
+    kinds: dict[int, str] = field(default_factory=dict)
+    folds: set[int] = field(default_factory=set)
+    sent: Counter[str] = field(default_factory=Counter)
+    deduplicated: Counter[str] = field(default_factory=Counter)
+    repeats: set[int] = field(default_factory=set)  # attributable events stored again: recorded unreadable as repeats
+
+    def stored(self, seq: int, kind: str, *, folds: bool) -> None:
+        self.kinds[seq] = kind
+        if folds:
+            self.folds.add(seq)
 
 
 class Problems(list[str]):

@@ -22,8 +22,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -32,7 +31,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench.common import arguments, progress  # noqa: E402
-from bench.fuzz_checks import Problems, check_clean_log, check_projection, migrated_sqlite  # noqa: E402
+from bench.fuzz_checks import Problems, Published, check_clean_log, check_projection, migrated_sqlite  # noqa: E402
 from bench.fuzz_mutations import API, KINDS, PRODUCER, craft  # noqa: E402
 from bench.workload import claim_events  # noqa: E402
 from events import Event  # noqa: E402
@@ -43,22 +42,6 @@ from services.runtime.embedded import EmbeddedNats  # noqa: E402
 
 STREAM = StreamSpec("CLAIMS")
 LEGACY_CLAIMS = 2  # claims whose draft is stored unsigned, before signatures are required
-
-
-@dataclass
-class Published:
-    """What the run published: each stored sequence's kind, which of them the contract lets fold."""
-
-    kinds: dict[int, str] = field(default_factory=dict)
-    folds: set[int] = field(default_factory=set)
-    sent: Counter[str] = field(default_factory=Counter)
-    deduplicated: Counter[str] = field(default_factory=Counter)
-    repeats: set[int] = field(default_factory=set)  # attributable events stored again: recorded unreadable as repeats
-
-    def stored(self, seq: int, kind: str, *, folds: bool) -> None:
-        self.kinds[seq] = kind
-        if folds:
-            self.folds.add(seq)
 
 
 @dataclass
