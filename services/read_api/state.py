@@ -1,5 +1,5 @@
-"""What an API process serves with, built once by the app factory (``app.py``) and handed to routes as a
-typed dependency.
+"""What an API process serves with, built once by the app factory (``services/http/app.py``) and handed
+to routes as a typed dependency.
 
 ``ApiState`` holds every service a route may use: the engine of the active read-model generation, the
 connection to the log once the process has one, the command service, the limits, the live hub, the
