@@ -124,10 +124,11 @@ async def test_a_worker_whose_lease_another_took_stops_folding_that_partition(cl
 async def test_leases_are_renewed_while_a_batch_waits_on_the_database(claim_log: ClaimLog, engine: Engine):
     lease = 1.5
     partitions = claim_log.layout.partitions
-    await append_claims(claim_log, 5)
+    first_of = await append_claims(claim_log, 5)
     async with running(claim_log, engine, "waiting", lease=lease) as (worker, _, _):
         await until(lambda: len(worker.holding()) == partitions, "the worker takes every partition")
         await until(lambda: len(applied(engine, partitions)) == partitions, "its runner claims every partition's checkpoints")
+        await until(lambda: all(applied(engine, partitions).get(k, 0) >= s for k, s in first_of.items()), "it folds the first claims")
         renewed = Renewals(worker)
         # Another session holds the checkpoint rows (the write lock on SQLite) for twice the lease, and
         # the worker's next batch waits for them: on PostgreSQL with no lock timeout, as long as it takes.
@@ -181,8 +182,8 @@ class Blocker(threading.Thread):
 
     def run(self) -> None:
         with self._engine.connect() as conn, conn.begin():
+            conn.execute(update(checkpoints).values(last_seq=checkpoints.c.last_seq))  # the lock first, then what it holds
             before = _positions(conn)
-            conn.execute(update(checkpoints).values(last_seq=checkpoints.c.last_seq))
             self.locked.set()
             threading.Event().wait(self._hold)
             with self._engine.connect() as other:
