@@ -135,6 +135,7 @@ async def test_leases_are_renewed_while_a_batch_waits_on_the_database(claim_log:
         blocker = Blocker(engine, hold=2 * lease)
         blocker.start()
         await asyncio.to_thread(blocker.locked.wait)
+        assert blocker.error is None, f"the blocker could not take the lock: {blocker.error!r}"
         last_of = await append_claims(claim_log, 5)
         await asyncio.to_thread(blocker.join)
         assert blocker.folded_meanwhile == {}, "the batch did not wait: nothing was blocked"
@@ -179,10 +180,22 @@ class Blocker(threading.Thread):
         self._engine, self._hold = engine, hold
         self.locked = threading.Event()
         self.folded_meanwhile: dict[int, int] | None = None
+        self.error: BaseException | None = None
 
     def run(self) -> None:
+        try:
+            self._block()
+        except BaseException as error:
+            self.error = error  # the test fails on it instead of waiting for a lock that never came
+            self.locked.set()
+            raise
+
+    def _block(self) -> None:
         with self._engine.connect() as conn, conn.begin():
-            conn.execute(update(checkpoints).values(last_seq=checkpoints.c.last_seq))  # the lock first, then what it holds
+            # The rows in the order a worker locks them (PostgreSQL), then a write (SQLite's lock), then what
+            # the lock holds: locked in another order, the two sessions could deadlock.
+            conn.execute(select(checkpoints.c.name).order_by(checkpoints.c.name, checkpoints.c.share).with_for_update())
+            conn.execute(update(checkpoints).values(last_seq=checkpoints.c.last_seq))
             before = _positions(conn)
             self.locked.set()
             threading.Event().wait(self._hold)
