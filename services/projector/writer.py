@@ -96,7 +96,8 @@ class CheckpointedWriter:
         with self.engine.begin() as conn:
             # Its own rows only: other workers' partitions commit meanwhile (a claim that locked every
             # row waited on their commits, and could deadlock with one holding rows in another order).
-            lock_checkpoints(conn, *self._row(partition))
+            # Rows written for another number of partitions are all replaced, so then it takes them all.
+            lock_checkpoints(conn, *(() if self._dividing(conn) else self._row(partition)))
             rows = claim_rows(conn, self.projections, partition=partition, partitions=self.partitions)
             if (newer := max(row.epoch for row in rows)) > epoch:
                 return Refused(rows[0].last_seq, newer, f"partition {partition} is owned at epoch {newer}, above {epoch}", partition)
@@ -107,6 +108,11 @@ class CheckpointedWriter:
             self._parking.load(conn)
         self._positions[partition] = positions.pop()
         return self._positions[partition]
+
+    def _dividing(self, conn: Connection) -> bool:
+        """Whether the checkpoints were written for another number of partitions (``claim_rows`` divides them anew)."""
+        other = select(checkpoints.c.name).where(checkpoints.c.name.in_(self._names), checkpoints.c.shares != self.partitions)
+        return conn.execute(other.limit(1)).first() is not None
 
     def position(self, partition: int) -> int | None:
         """The partition's checkpoint as this writer last claimed or committed it."""

@@ -6,10 +6,12 @@ leave levelled and divided anew (services/projector/shares.py, services/projecto
 from __future__ import annotations
 
 import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import nats.js.errors
 import pytest
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, insert, select, update
 
 from projections.checksum import table_checksums
 from projections.registry import build_projections
@@ -20,7 +22,7 @@ from services.log import ClaimLog
 from services.projector import Projector
 from services.projector.runner import claim_partition, to_entries
 from services.projector.shares import consumer_name, level
-from services.projector.writer import Refused
+from services.projector.writer import CheckpointedWriter, Refused
 from services.read_api.queries import positions
 from services.rebuild.replay import rebuild_generation
 from services.runtime.settings import Settings
@@ -177,3 +179,23 @@ async def test_verify_compares_the_tables_of_shares_with_a_replay_by_one_process
     altered = Report()
     await compare_read_models(claim_log, engine, altered)
     assert [f.table for f in altered.findings] == ["claim_pages"]
+
+
+def test_writers_of_another_number_of_partitions_claiming_at_once_divide_the_checkpoints_once(engine: Engine):
+    projections = build_projections()
+    with engine.begin() as conn:  # one projector's rows, standing at 42
+        conn.execute(insert(checkpoints), [
+            {"name": p.name, "share": 0, "shares": 1, "version": p.version, "last_seq": 42} for p in projections
+        ])
+    partitions = 8
+    writers = [CheckpointedWriter(engine, projections, partitions=partitions) for _ in range(partitions)]
+    start = threading.Barrier(partitions)
+
+    def claim(k: int) -> int | Refused:
+        start.wait()
+        return writers[k].claim(k, epoch=1)
+
+    with ThreadPoolExecutor(partitions) as pool:
+        claimed = list(pool.map(claim, range(partitions)))
+    assert claimed == [42] * partitions
+    assert rows(engine) == {(p.name, k, partitions, 42) for p in projections for k in range(partitions)}
