@@ -250,5 +250,6 @@ async def test_a_related_claims_label_is_checked_against_its_own_page(api: Api):
     reviewed = await api.send("record_review", "grace", claim_id=related, review_id="r1", verdict="sound",
                               confidence="high", revision=1)
     assert reviewed.status_code == 201, reviewed.text
+    await api.page(related, reviewed.json()["last_seq"])  # a claim's page waits for its own partition only
     [entry] = (await api.page(claim, reviewed.json()["last_seq"]))["related"]
     assert (entry["review_state_now"], entry["label_disagrees"]) == ("reviewed by a person", True)
