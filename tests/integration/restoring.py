@@ -13,8 +13,10 @@ import sys
 from pathlib import Path
 
 from services.log import ClaimLog, NatsTls, StoredEvent, connect
+from services.log.batches import MAX_BATCH_EVENTS
 from tests.builders import attached, drafted
 from tests.conftest import random_claim_id
+
 
 
 async def write_interleaved(claim_log: ClaimLog, *, claims: int = 200, rounds: int = 12) -> int:
@@ -44,14 +46,22 @@ def resume_command(output: str) -> list[str]:
 
 
 async def killed_at_its_first_event(args: list[str], *, env: dict[str, str], cwd: Path, tls: NatsTls | None = None,
-                                    deadline: float) -> None:
-    """Run ``claimlog`` with ``args`` and stop it dead (SIGSTOP, then SIGKILL) as soon as its first event is
-    published: it has at most a few batches in flight then, far from the end of a long log."""
+                                    deadline: float, stream: str = "CLAIMS") -> None:
+    """Run ``claimlog`` with ``args`` and stop it dead as soon as it publishes the first event of its second
+    batch (SIGSTOP from the subscription's callback, with no wait between), let the commits it had sent
+    land, then SIGKILL it: the first batch is stored, a few at most are, far from the end of a long log.
+    (Stopped at its first publish, a batch's events go out before its commit, and on a cluster nothing
+    was stored; stopped after a wait, a fast restore had already finished.)"""
     nc = await connect(env["CLAIMLOG_NATS_URL"], tls=tls)
-    published = asyncio.Event()
+    stopped = asyncio.Event()
+    count, running = 0, None
 
     async def seen(_msg: object) -> None:
-        published.set()
+        nonlocal count
+        count += 1
+        if count == MAX_BATCH_EVENTS + 1 and running is not None:
+            running.send_signal(signal.SIGSTOP)
+            stopped.set()
 
     try:
         await nc.subscribe("claims.>", cb=seen)
@@ -59,10 +69,20 @@ async def killed_at_its_first_event(args: list[str], *, env: dict[str, str], cwd
         running = subprocess.Popen([sys.executable, "-m", "services.cli", *args], env={**os.environ, **env}, cwd=cwd,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            await asyncio.wait_for(published.wait(), deadline)
-            running.send_signal(signal.SIGSTOP)
+            await asyncio.wait_for(stopped.wait(), deadline)
+            await asyncio.wait_for(_settled(nc, stream), deadline)
         finally:
             running.kill()
             running.wait(timeout=deadline)
     finally:
         await nc.close()
+
+
+async def _settled(nc, stream: str) -> None:
+    """Once the stream holds events and has stopped growing for a moment: the commits sent before the stop landed."""
+    js, last, still = nc.jetstream(), -1, 0
+    while still < 20:
+        messages = (await js.stream_info(stream)).state.messages
+        still = still + 1 if messages == last and messages else 0
+        last = messages
+        await asyncio.sleep(0.01)
