@@ -18,7 +18,6 @@ from tests.builders import attached, drafted
 from tests.conftest import random_claim_id
 
 
-
 async def write_interleaved(claim_log: ClaimLog, *, claims: int = 200, rounds: int = 12) -> int:
     """``claims`` claims appended one event each in turn for ``rounds`` rounds; returns the head."""
     ids = [random_claim_id() for _ in range(claims)]
