@@ -1,12 +1,13 @@
 """How long a dead NATS node holds up writes and folding: kill -9 the log's leader under two projector workers.
 
-    python bench/failover.py [--lease 15] [--workers 2] [--rate 100] [--rounds 1]
+    python bench/failover.py [--lease 15] [--workers 2] [--rate 100] [--rounds 1] [--kill leader|follower]
 
 Runs a local three-node cluster (services/runtime/cluster.py: three copies of every stream), two
 `claimlog projector` worker processes on PostgreSQL (CLAIMLOG_TEST_POSTGRES_URL, a database of the
 run's own), and this process appending a new claim every 1/rate seconds to random partitions. Before
 the kill the leases bucket's leader is moved, when it can be, to the node that leads the log, as in a
-run where one node led both. Then that node is killed and the script reports, from the kill:
+run where one node led both. Then that node is killed (with ``--kill follower``, a node that leads
+neither) and the script reports, from the kill:
 
 - writes resumed: the first append sent after it and acknowledged;
 - every partition folding again: the time by which each of the 16 partitions has committed an event
@@ -140,7 +141,7 @@ async def after_kill(appender: Appender, engine, killed_at: float, *, timeout: f
     return resumed, folded
 
 
-async def one_round(home: Path, *, lease: float, workers: int, rate: float) -> tuple[float, dict[int, float], str]:
+async def one_round(home: Path, *, lease: float, workers: int, rate: float, kill: str = "leader") -> tuple[float, dict[int, float], str]:
     """One cluster, one database, one kill: (writes resumed, each partition folding again, what the killed node led)."""
     admin = create_engine(POSTGRES.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
     name = f"claimlog_failover_{uuid.uuid4().hex[:12]}"
@@ -169,6 +170,9 @@ async def one_round(home: Path, *, lease: float, workers: int, rate: float) -> t
                                        f"checkpoints {positions(engine)}") from None
                 together = await lead_together(claim_log, DEFAULT_STREAM, f"KV_{bucket}")
                 victim = await leader(claim_log, DEFAULT_STREAM)
+                if kill == "follower":
+                    leading = {victim, await leader(claim_log, f"KV_{bucket}")}
+                    victim = next(node.name for node in cluster.nodes if node.name not in leading)
                 await asyncio.sleep(2 * lease / 3)  # the leases renewed at least once since the step-downs
                 killed_at = time.monotonic()
                 cluster.kill_node(victim)
@@ -190,6 +194,8 @@ async def one_round(home: Path, *, lease: float, workers: int, rate: float) -> t
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+    if kill == "follower":
+        return resumed, folded, "neither the log nor the leases bucket"
     return resumed, folded, "the log and the leases bucket" if together else "the log"
 
 
@@ -199,11 +205,11 @@ async def _until(condition, timeout: float) -> None:
             await asyncio.sleep(0.1)
 
 
-async def main(lease: float, workers: int, rate: float, rounds: int, *, keep: bool = False) -> None:
+async def main(lease: float, workers: int, rate: float, rounds: int, *, keep: bool = False, kill: str = "leader") -> None:
     for n in range(rounds):
         home = Path(tempfile.mkdtemp(prefix="claimlog-failover-"))
         try:
-            resumed, folded, led = await one_round(home, lease=lease, workers=workers, rate=rate)
+            resumed, folded, led = await one_round(home, lease=lease, workers=workers, rate=rate, kill=kill)
         finally:
             if keep:
                 print(f"the run's directory: {home}")
@@ -215,7 +221,8 @@ async def main(lease: float, workers: int, rate: float, rounds: int, *, keep: bo
               f"every partition folded again after {slowest:.1f} s (fastest {min(folded.values(), default=float('inf')):.1f} s"
               f"{f', {missing} never within 120 s' if missing else ''}); bound: {resumed + lease / 2:.1f} s")
         note = f"round {n + 1} of {rounds}; {workers} workers, lease {lease:g} s, {rate:g} appends/s; killed node led {led}"
-        record("writes resumed after the log leader's kill", round(resumed, 2), unit="s", note=note)
+        victim = "the log leader's" if kill == "leader" else "a follower's"
+        record(f"writes resumed after {victim} kill", round(resumed, 2), unit="s", note=note)
         record("every partition folding again after the kill", round(slowest, 2), unit="s", peer=round(resumed + lease / 2, 2),
                note=note + "; peer: writes resumed plus half a lease")
 
@@ -227,5 +234,7 @@ if __name__ == "__main__":
     parser.add_argument("--rate", type=float, default=100, help="appends a second")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="keep the run's directory (the workers' logs, the nodes' stores)")
+    parser.add_argument("--kill", choices=("leader", "follower"), default="leader",
+                        help="the node leading the log (and, when it can be moved there, the leases bucket), or one leading neither")
     args = parser.parse_args()
-    asyncio.run(main(args.lease, args.workers, args.rate, args.rounds, keep=args.keep))
+    asyncio.run(main(args.lease, args.workers, args.rate, args.rounds, keep=args.keep, kill=args.kill))
