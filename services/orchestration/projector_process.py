@@ -19,9 +19,9 @@ from projections.registry import build_projections
 from services.log import ClaimLog, LogError
 from services.log.names import leases_bucket
 from services.log.servers import ErrorLog, connect, inbox_prefix, split_credentials
+from services.projector.connections import session_name
 from services.projector.leases import Leases
 from services.projector.live import Projector
-from services.projector.sessions import session_name
 from services.projector.shares import level
 from services.projector.worker import Worker
 from services.rebuild.replay import rebuild_if_stale
@@ -117,7 +117,7 @@ class ProjectorService:
 
     async def _work(self, claim_log: ClaimLog) -> None:
         """Run as one of the workers dividing the partitions (alone, it folds every one), every wait
-        of its database sessions bounded below its lease (a rebuild at start is not)."""
+        of its database connections bounded below its lease (a rebuild at start is not)."""
         name = self.settings.resolved_worker_name()
         leases = await Leases.open(
             claim_log.nc.jetstream(), name, ttl=self.settings.lease_seconds, replicas=self.settings.nats_replicas,

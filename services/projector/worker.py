@@ -42,10 +42,10 @@ from sqlalchemy.exc import DBAPIError
 
 from projections.base import Projection
 from services.log import ClaimLog
+from services.projector.connections import end_stale_connections
 from services.projector.errors import TRANSIENT, FencingError
 from services.projector.leases import Lease, Leases, wanted
 from services.projector.live import Projector
-from services.projector.sessions import end_stale_sessions
 from services.store.generations import Generations
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ class Worker:
         self._runs = 0  # runners started: part of each one's consumer name
         self._lost = False  # a partition was lost since the runner started (its lease may be held again, anew)
         self._announced_at: float | None = None
-        self._ending_until = 0.0  # until when each look ends the sessions of workers gone (after taking partitions)
+        self._ending_until = 0.0  # until when each look ends the connections of workers gone (after taking partitions)
 
     @property
     def name(self) -> str:
@@ -166,25 +166,25 @@ class Worker:
                 self._ending_until = loop.time() + self.lease_seconds  # its last owner may lapse from the live workers later
                 log.info("worker %s: took partition %s at epoch %s", self.name, partition, lease.epoch)
         if loop.time() < self._ending_until:
-            await self._end_stale_sessions(workers)
+            await self._end_stale_connections(workers)
         for partition in sorted(self.owned.keys() - mine):
             if not self.owned[partition].leaving:
                 log.info("worker %s: partition %s belongs to another live worker now: handing it over", self.name, partition)
                 self.owned[partition].leaving = True
 
-    async def _end_stale_sessions(self, workers: list[str]) -> None:
-        """End the database sessions of workers no longer live (``sessions.py``): one paused inside a
+    async def _end_stale_connections(self, workers: list[str]) -> None:
+        """End the database connections of workers no longer live (``connections.py``): one paused inside a
         transaction would hold the rows this worker's batches of its partitions write."""
         try:
-            ended = await asyncio.to_thread(functools.partial(end_stale_sessions, self._engine, [*workers, self.name], stream=self._log.stream))
+            ended = await asyncio.to_thread(functools.partial(end_stale_connections, self._engine, [*workers, self.name], stream=self._log.stream))
         except DBAPIError as error:
             if isinstance(error, TRANSIENT):
                 raise
-            log.warning("worker %s cannot end the sessions of workers gone (%s): their locks last until their idle timeout", self.name, error)
+            log.warning("worker %s cannot end the connections of workers gone (%s): their locks last until their idle timeout", self.name, error)
             self._ending_until = 0.0
             return
         if ended:
-            log.warning("worker %s: ended %s database sessions of workers no longer live", self.name, ended)
+            log.warning("worker %s: ended %s database connections of workers no longer live", self.name, ended)
 
     async def _renew(self, partition: int, owned: _Owned) -> None:
         async with owned.lock:

@@ -43,7 +43,7 @@ def make_engine(
     longer than this many seconds (``lock_timeout``, ``idle_in_transaction_session_timeout``). A
     projector worker's is below its lease (``session_bound``): a worker paused inside a transaction
     loses its session, and its row locks, before another worker can take its partitions.
-    ``session_name`` (PostgreSQL): the sessions' ``application_name`` (a worker's: services/projector/sessions.py)."""
+    ``session_name`` (PostgreSQL): the connections' ``application_name`` (a worker's: services/projector/connections.py)."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     if url.startswith("sqlite"):

@@ -18,9 +18,9 @@ from projections.sql import insert_new_values
 from projections.tables import checkpoints, folded_events
 from services.log import ClaimLog
 from services.projector import Runner, Scope
+from services.projector.connections import end_stale_connections, session_name
 from services.projector.parking import lock_checkpoints, parked_rows
 from services.projector.retry import retry_parked
-from services.projector.sessions import end_stale_sessions, session_name
 from services.projector.writer import CheckpointedWriter
 from services.runtime.db import make_engine, session_bound
 from tests.builders import attached, history
@@ -122,7 +122,7 @@ def test_on_postgresql_the_sessions_of_a_worker_gone_are_ended_and_a_live_ones_k
             alive.begin()
             alive.execute(select(checkpoints.c.name))
             other.execute(select(checkpoints.c.name))
-            assert end_stale_sessions(engine, ["live"], stream="CLAIMS") == 1
+            assert end_stale_connections(engine, ["live"], stream="CLAIMS") == 1
             with pytest.raises(OperationalError):
                 paused.execute(select(checkpoints.c.name))
             alive.execute(select(checkpoints.c.name))

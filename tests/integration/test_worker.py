@@ -193,7 +193,7 @@ class Blocker(threading.Thread):
     def _block(self) -> None:
         with self._engine.connect() as conn, conn.begin():
             # The rows in the order a worker locks them (PostgreSQL), then a write (SQLite's lock), then what
-            # the lock holds: locked in another order, the two sessions could deadlock.
+            # the lock holds: locked in another order, the two connections could deadlock.
             conn.execute(select(checkpoints.c.name).order_by(checkpoints.c.name, checkpoints.c.share).with_for_update())
             conn.execute(update(checkpoints).values(last_seq=checkpoints.c.last_seq))
             before = _positions(conn)

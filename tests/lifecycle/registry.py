@@ -36,7 +36,7 @@ def alive(pid: int) -> bool:
 
 
 def descendants(pid: int) -> list[int]:
-    """Every process below ``pid``, however deep (the embedded nats-servers run in sessions of their own)."""
+    """Every process below ``pid``, however deep (the embedded nats-servers run in process groups of their own)."""
     parents: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
