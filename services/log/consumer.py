@@ -274,10 +274,14 @@ class PartitionConsumers(_Batches):
     async def start_each(self, positions: dict[int, int]) -> None:
         """(Re)create each partition's consumer after its partition's checkpoint, all at once: after a
         node dies, each creation can wait seconds for its replicas, and one after another they
-        outlasted the request timeout, so that a worker's runner started again and again, folding nothing."""
-        async with asyncio.TaskGroup() as group:
-            for k, member in self.by_partition.items():
-                group.create_task(member.start(positions[k]))
+        outlasted the request timeout, so that a worker's runner started again and again, folding nothing.
+        A failure is raised as itself once every creation has ended (not in an exception group, which
+        the runner's retry of passing faults would not recognise, and the process would stop)."""
+        started = await asyncio.gather(
+            *(member.start(positions[k]) for k, member in self.by_partition.items()), return_exceptions=True
+        )
+        if failed := next((result for result in started if isinstance(result, BaseException)), None):
+            raise failed
 
     async def stop(self) -> None:
         for member in self._members:
