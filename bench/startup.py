@@ -1,6 +1,6 @@
 """From `claimlog up` to ready on a registry that already holds a large log, driven as an operator runs it.
 
-    python bench/startup.py [--claims 200000] [--per-claim 5] [--cluster 3] [--workers 2] [--database-url URL]
+    python bench/startup.py [--claims 200000] [--per-claim 5] [--cluster 3] [--workers 2] [--postgres URL]
 
 In a fresh directory: `claimlog up` (the embedded default, or ``--cluster N``), `claimlog actors add`,
 `claimlog ingest` of a JSON Lines file of claims x per-claim commands, wait until every event is
@@ -18,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -25,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+from sqlalchemy import create_engine, text  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
 
 from bench.common import arguments  # noqa: E402
 from bench.results import record  # noqa: E402
@@ -86,6 +91,26 @@ class Registry:
         self.process.wait(timeout=120)
 
 
+@contextmanager
+def databases(postgres: str | None, count: int) -> Iterator[list[str | None]]:
+    """``count`` fresh PostgreSQL databases on the server of ``postgres`` (dropped after), or SQLite (None) for each."""
+    if postgres is None:
+        yield [None] * count
+        return
+    admin = create_engine(postgres.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
+    names = [f"claimlog_startup_{uuid.uuid4().hex[:12]}" for _ in range(count)]
+    try:
+        with admin.connect() as conn:
+            for name in names:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+        yield [make_url(postgres).set(database=name).render_as_string(hide_password=False) for name in names]
+    finally:
+        with admin.connect() as conn:
+            for name in names:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 def caught_up(health: dict, ready: bool) -> bool:
     """Every event in the log is folded: the registry-wide position has reached the head."""
     lag = health.get("lag_events") or {}
@@ -98,18 +123,20 @@ def main() -> None:
     parser.add_argument("--per-claim", type=int, default=5)
     parser.add_argument("--cluster", type=int, default=0, metavar="N")
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--database-url", default=None, help="PostgreSQL for the read models (default: SQLite in the data directory)")
+    parser.add_argument("--postgres", default=None, metavar="URL",
+                        help="a PostgreSQL server (its admin database's URL): each registry's read models in a database of its own there "
+                             "(default: SQLite in the data directory)")
     options = parser.parse_args()
     load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory() as tmp:
-        empty = Registry(Path(tmp) / "empty", cluster=options.cluster, workers=options.workers, database_url=None)
+    with tempfile.TemporaryDirectory() as tmp, databases(options.postgres, 2) as (peer_db, full_db):
+        empty = Registry(Path(tmp) / "empty", cluster=options.cluster, workers=options.workers, database_url=peer_db)
         empty.home.mkdir()
         peer = empty.start()
         empty.stop()
         home = Path(tmp) / "full"
         home.mkdir()
         lines = write_commands(home / "commands.jsonl", claims=options.claims, per_claim=options.per_claim)
-        registry = Registry(home, cluster=options.cluster, workers=options.workers, database_url=options.database_url)
+        registry = Registry(home, cluster=options.cluster, workers=options.workers, database_url=full_db)
         registry.start()
         token = registry.cli("actors", "add", "ingest-bot", "--kind", "model", "--model", "pipeline-2").strip().splitlines()[-1]
         began = time.perf_counter()
@@ -121,6 +148,7 @@ def main() -> None:
         health = registry.wait(caught_up, what="caught up")
         registry.stop()
     where = f"{options.cluster}-node cluster, {options.workers} worker(s)" if options.cluster else "embedded"
+    where += ", PostgreSQL" if options.postgres else ", SQLite"
     table = Table(title=f"claimlog up to ready: {lines:,} events ({where}; load {load:.1f} at start)")
     for column in ("", "seconds"):
         table.add_column(column, justify="right" if column else "left")
