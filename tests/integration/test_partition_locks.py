@@ -75,8 +75,8 @@ def test_on_postgresql_a_workers_session_waits_for_no_lock_and_idles_in_no_trans
             holder.rollback()
             idle.begin()
             lock_checkpoints(idle)
-            # Left idle inside its transaction (a worker paused there), the session is ended: its
-            # locks go before its leases can lapse, and another session takes them at once.
+            # Left idle inside its transaction (a worker paused there), the connection is ended: its
+            # locks go before its leases can lapse, and another connection takes them at once.
             with engine.connect() as other:
                 other.begin()
                 other.execute(text("SET LOCAL lock_timeout = '10s'"))
