@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from dataclasses import dataclass
 
 from nats.aio.client import Client
+from nats.js import JetStreamContext
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig, StreamInfo, SubjectTransform
 from nats.js.errors import NotFoundError
 
@@ -69,11 +72,21 @@ async def ensure_stream(nc: Client, spec: StreamSpec, *, create: bool = True) ->
         log.info("creating stream %s with %s replica(s)", spec.name, spec.replicas)
         info = await placed(lambda: js.add_stream(spec.config()), what=f"stream {spec.name}", wanted=spec.replicas)
         warn_if_not_durable(nc, info, sync=spec.server_sync)
-        return info
+        return await until_led(js, info)
     refuse_unfit(info.config, spec)
     info = await ensure_replicas(nc, info, spec.replicas, what=f"stream {spec.name}", change=create)
     warn_if_not_durable(nc, info, sync=spec.server_sync)
     return await _enable_what_appends_need(nc, info, spec)
+
+
+async def until_led(js: JetStreamContext, info: StreamInfo, *, timeout: float = 10.0) -> StreamInfo:
+    """A replicated stream just made has no leader for a moment, and an append then answers 503: wait
+    for its first leader (for ``timeout`` at most, then the appends' own message says it is electing one)."""
+    deadline = time.monotonic() + timeout
+    while info.cluster is not None and not info.cluster.leader and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        info = await js.stream_info(info.config.name)
+    return info
 
 
 async def check_existing(nc: Client, spec: StreamSpec) -> None:
