@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,13 +17,9 @@ from pathlib import Path
 
 import httpx
 
+from tests.e2e.test_up import free_port
+
 THIS_CHECKOUT = Path(sys.executable).parent / "claimlog"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def alive(pid: int) -> bool:
