@@ -50,18 +50,18 @@ from rich.table import Table  # noqa: E402
 
 from bench.common import arguments, progress  # noqa: E402
 from bench.results import record  # noqa: E402
-from bench.workload import write_commands  # noqa: E402
 from events import Actor  # noqa: E402
 from events.subjects import DEFAULT_PARTITIONS, LogLayout  # noqa: E402
-from services.commands.bulk import BulkIngest  # noqa: E402
-from services.commands.bulk_lines import count_lines, iter_commands  # noqa: E402
-from services.ingest.cli import throttled_advance  # noqa: E402
+from services.ingest.bulk import BulkIngest  # noqa: E402
+from services.ingest.bulk_lines import count_lines, iter_commands  # noqa: E402
+from services.ingest.cli import freeze_survivors, throttled_advance  # noqa: E402
 from services.log import ClaimLog, NatsTls, StreamSpec, connect  # noqa: E402
 from services.log.connection import encode_headers  # noqa: E402
 from services.log.signing import Signer  # noqa: E402
 from services.runtime.cluster import LocalCluster  # noqa: E402
-from services.runtime.compose import run  # noqa: E402
 from services.runtime.embedded import EmbeddedNats  # noqa: E402
+from services.runtime.from_settings import run  # noqa: E402
+from tests.builders.workload import write_commands  # noqa: E402
 
 console = Console()
 ACTOR = Actor(id="ingest-bot", kind="model", model="pipeline-2")
@@ -95,7 +95,8 @@ async def claimlog_bulk(target: Target, path: Path, label: str, signer: Signer |
     started = time.perf_counter()
     with progress() as bar:
         task = bar.add_task(label, total=count_lines(path), rate="")
-        report = await BulkIngest(log, ACTOR, on_line=throttled_advance(bar, task, "commands")).run(iter_commands(path))
+        ingest = BulkIngest(log, ACTOR, on_line=throttled_advance(bar, task, "commands"), after_batch=freeze_survivors)  # as the command runs it
+        report = await ingest.run(iter_commands(path))
     elapsed = time.perf_counter() - started
     await nc.drain()
     assert not report.rejected, report.rejected[:3]
@@ -190,7 +191,7 @@ async def peer_pipelined(target: Target, path: Path, window: int = 512) -> tuple
 
 async def cli_ingest(tmp: Path, path: Path, sync: str, cluster: int = 0) -> tuple[float, float, float]:
     """``claimlog ingest`` as a command into a fresh server (or cluster): events/s end to end and its peak memory (MB)."""
-    from services.actors import ActorStore
+    from services.identity.actors import ActorStore
 
     with serving(tmp / "nats-cli", sync, cluster) as target:
         nc = await connect(target.url, tls=target.tls)

@@ -30,18 +30,30 @@ def count_path(repo: Path, path: Path, capacity: int) -> None:
     """Run the bulk path of the checkout ``repo`` on ``path`` (the process callgrind watches)."""
     sys.path.insert(0, str(repo))
     from events import Actor
-    from services.commands.bulk import BulkIngest
-    from services.commands.bulk_lines import iter_commands
     from services.log import ClaimLog, StreamSpec, connect
-    from services.runtime.compose import run
     from services.runtime.embedded import EmbeddedNats
+    from services.runtime.from_settings import run
+
+    try:
+        from services.ingest.bulk import BulkIngest
+        from services.ingest.bulk_lines import iter_commands
+        from services.ingest.cli import freeze_survivors
+
+        options = {"after_batch": freeze_survivors}  # as ``claimlog ingest`` runs it
+    except ImportError:  # a checkout from before the bulk path moved into ingest, which froze inside it
+        from services.commands.bulk import BulkIngest
+        from services.commands.bulk_lines import iter_commands
+
+        options = {}
+    if capacity:
+        options["capacity"] = capacity
 
     async def ingest(url: str) -> None:
         nc = await connect(url)
         log = ClaimLog(nc, StreamSpec("CLAIMS"))
         await log.ensure()
         actor = Actor(id="ingest-bot", kind="model", model="pipeline-2")
-        report = await BulkIngest(log, actor, **({"capacity": capacity} if capacity else {})).run(iter_commands(path))
+        report = await BulkIngest(log, actor, **options).run(iter_commands(path))
         await nc.drain()
         if report.rejected:
             raise SystemExit(f"{len(report.rejected)} lines rejected: {report.rejected[:3]}")
@@ -87,7 +99,7 @@ def main() -> None:
     from rich.table import Table
 
     from bench.results import record
-    from bench.workload import write_commands
+    from tests.builders.workload import write_commands
 
     few, more = options.claims
     lines = (more - few) * options.per_claim

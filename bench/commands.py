@@ -31,7 +31,7 @@ from bench.common import KeepAlive, arguments, percentile  # noqa: E402
 from bench.latency import paced, start, wait_healthy  # noqa: E402
 from bench.results import record  # noqa: E402
 from events import Actor  # noqa: E402
-from services.actors import ActorStore  # noqa: E402
+from services.identity.actors import ActorStore  # noqa: E402
 from services.log import connect  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
 from services.runtime.embedded import EmbeddedNats  # noqa: E402

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from bench.workload import claim_events
 from services.log import ClaimLog
+from tests.builders.workload import claim_events
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -104,10 +104,10 @@ async def lead_together(claim_log: ClaimLog, stream: str, other: str, *, tries: 
 def positions(engine) -> dict[int, int]:
     """Each partition's checkpoint, the lowest over the projections."""
     with engine.connect() as conn:
-        rows = conn.execute(select(checkpoints.c.share, checkpoints.c.last_seq).where(checkpoints.c.shares == DEFAULT_PARTITIONS)).all()
+        rows = conn.execute(select(checkpoints.c.partition, checkpoints.c.last_seq).where(checkpoints.c.partitions == DEFAULT_PARTITIONS)).all()
     at: dict[int, int] = {}
-    for share, seq in rows:
-        at[share] = min(at.get(share, seq), seq)
+    for partition, seq in rows:
+        at[partition] = min(at.get(partition, seq), seq)
     return at
 
 

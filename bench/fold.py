@@ -1,6 +1,6 @@
 """The projector's fold alone: the backlog benchmark's events through the real projector, fed from memory.
 
-    python bench/fold.py [--events 100000] [--claims 10000] [--batch 1000] [--no-peer]
+    python bench/fold.py [--events 100000] [--claims 10000] [--batch 1000] [--no-peer] [--signed]
 
 ``bench/backlog.py`` measures the projector on a real log, where nats-server and the machine's noise
 move the figure by more than most changes to the fold. Here the same events (the same workload, stored
@@ -19,12 +19,11 @@ and subtract the count of the same run with ``--setup-only`` (the workload and t
 from __future__ import annotations
 
 import argparse
-import asyncio
 import random
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -34,66 +33,44 @@ from rich.table import Table  # noqa: E402
 
 from bench.common import PeerCounts  # noqa: E402
 from bench.results import record  # noqa: E402
-from bench.workload import claim_events  # noqa: E402
 from projections.registry import build_projections  # noqa: E402
+from services.auditor.replay import EntryLog  # noqa: E402 - the auditor's in-memory source of deliveries
 from services.log import Delivery  # noqa: E402
 from services.log.chain import chain  # noqa: E402
-from services.log.signing import Attribution  # noqa: E402
+from services.log.signing import Attribution, Signer, SigningKey  # noqa: E402
 from services.projector import Projector  # noqa: E402
-from services.runtime.compose import run  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
+from services.runtime.from_settings import run  # noqa: E402
+from tests.builders.workload import claim_events  # noqa: E402
 
 console = Console()
 
 
-def deliveries(events: int, claims: int, seed: int = 1) -> list[Delivery]:
-    """The backlog benchmark's log (each claim's events together), as the consumer delivers it."""
+def deliveries(events: int, claims: int, seed: int = 1, *, signer: Signer | None = None) -> list[Delivery]:
+    """The backlog benchmark's log (each claim's events together), as the consumer delivers it; with
+    ``signer``, each event signed on its own, as the command API signs one command's event."""
     rng, stored_ns, out = random.Random(seed), time.time_ns(), []
     for number in range(claims):
         for event, data in chain(claim_events(number, events // claims, rng), None):  # linked as a pipeline links them
             seq = len(out) + 1
-            out.append(Delivery(seq, stored_ns + seq * 1000, f"claims.{event.claim_id}.{event.type}", data, ""))
+            headers = signer.headers([data])[0] if signer is not None else None
+            out.append(Delivery(seq, stored_ns + seq * 1000, f"claims.{event.claim_id}.{event.type}", data, "", headers))
     return out
 
 
-class MemoryLog:
-    """What the projector reads from: the deliveries, a batch per call, after a turn of the event loop
-    (a real consumer waits for its queue there, which is when the previous batch's commit overlaps)."""
-
-    def __init__(self, log: list[Delivery]) -> None:
-        self._log, self._at, self._batch = log, 0, 1000
-        self.attribution = Attribution({}, None)  # a log with no signing keys: unsigned events are attributable
-
-    def consumer(self, name: str, *, max_batch: int, partitions: Sequence[int] | None = None) -> MemoryLog:
-        self._batch = max_batch  # one runner over the whole log: no partition to filter by
-        return self
-
-    async def start(self, after_seq: int) -> None:
-        self._at = after_seq
-
-    async def stop(self) -> None:
-        pass
-
-    async def next_batch(self, **_options) -> list[Delivery]:
-        await asyncio.sleep(0)
-        batch = self._log[self._at : self._at + self._batch]
-        self._at += len(batch)
-        if not batch:
-            await asyncio.sleep(0.005)
-        return batch
-
-    async def ack_through(self, delivery: Delivery) -> None:
-        pass
-
-    async def ack_batch(self, batch: Sequence[Delivery]) -> None:
-        pass
+def delegate_attribution(signer: Signer | None) -> Attribution:
+    """The key registry of the log: none, or ``signer`` as the API's delegate key, required from the first event."""
+    if signer is None:
+        return Attribution({}, None)  # a log with no signing keys: unsigned events are attributable
+    key = SigningKey(signer.key_id, "claimlog-api", signer.public_key, True, datetime.now(UTC))
+    return Attribution({signer.key_id: key}, 0)
 
 
-async def claimlog_fold(log: list[Delivery], database_url: str, batch: int) -> tuple[float, float]:
+async def claimlog_fold(log: list[Delivery], database_url: str, batch: int, attribution: Attribution | None = None) -> tuple[float, float]:
     """Events/s and CPU µs per event of the projector folding ``log`` into a migrated database."""
     engine = make_engine(database_url)
     upgrade(engine)
-    projector = Projector(MemoryLog(log), engine, build_projections(), name="bench", batch=batch)
+    projector = Projector(EntryLog(log, attribution or Attribution({}, None)), engine, build_projections(), name="bench", batch=batch)
     cpu, started = time.process_time(), time.perf_counter()
     await projector.run_until(len(log), timeout=3600)
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -114,14 +91,16 @@ def peer_fold(log: list[Delivery], path: Path, batch: int) -> tuple[float, float
 
 
 async def main(args: argparse.Namespace) -> None:
-    log = deliveries(args.events, args.claims)
+    signer = Signer.generate() if args.signed else None
+    log = deliveries(args.events, args.claims, signer=signer)
     workdir = Path(tempfile.mkdtemp(prefix="claimlog-bench-fold-"))
     if args.setup_only:
         upgrade(make_engine(f"sqlite:///{workdir / 'claimlog.sqlite3'}"))
         return
-    rate, cpu = await claimlog_fold(log, f"sqlite:///{workdir / 'claimlog.sqlite3'}", args.batch)
+    rate, cpu = await claimlog_fold(log, f"sqlite:///{workdir / 'claimlog.sqlite3'}", args.batch, delegate_attribution(signer))
     peer = None if args.no_peer else peer_fold(log, workdir / "peer.sqlite3", args.batch)
-    table = Table(title=f"the fold alone, from memory: {len(log):,} events, {args.claims:,} claims, batches of {args.batch:,}, sqlite")
+    signed = ", each event signed" if args.signed else ""
+    table = Table(title=f"the fold alone, from memory: {len(log):,} events{signed}, {args.claims:,} claims, batches of {args.batch:,}, sqlite")
     table.add_column("what")
     table.add_column("events/s", justify="right")
     table.add_column("CPU µs/event", justify="right")
@@ -130,8 +109,9 @@ async def main(args: argparse.Namespace) -> None:
         table.add_row("peer: json.loads + sqlite3 counts upsert", f"{peer[0]:,.0f}", f"{peer[1]:.1f}")
         table.add_row("ratio claimlog / peer", f"{rate / peer[0]:.2f}", "")
     console.print(table)
-    record("fold from memory", rate, unit="events/s", peer=peer[0] if peer else None)
-    record("fold CPU per event", cpu, unit="µs", peer=peer[1] if peer else None)
+    suffix = ", signed" if args.signed else ""
+    record(f"fold from memory{suffix}", rate, unit="events/s", peer=peer[0] if peer else None)
+    record(f"fold CPU per event{suffix}", cpu, unit="µs", peer=peer[1] if peer else None)
 
 
 if __name__ == "__main__":
@@ -141,4 +121,5 @@ if __name__ == "__main__":
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--no-peer", action="store_true")
     parser.add_argument("--setup-only", action="store_true", help="build the workload and the schema only (an instruction count's baseline)")
+    parser.add_argument("--signed", action="store_true", help="each event signed by the API's delegate key, signatures required from the first")
     run(main(parser.parse_args()))

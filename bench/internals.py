@@ -39,9 +39,9 @@ from projections.registry import build_projections  # noqa: E402
 from services.log import ClaimLog, StreamSpec  # noqa: E402
 from services.log.connection import FastHeadersClient  # noqa: E402
 from services.projector import Projector  # noqa: E402
-from services.runtime.compose import run  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
 from services.runtime.embedded import EmbeddedNats  # noqa: E402
+from services.runtime.from_settings import run  # noqa: E402
 
 console = Console()
 STREAM = "CLAIMS"

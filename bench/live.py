@@ -1,6 +1,13 @@
 """Live pages under load: one API process with 1,000 open claim streams and 10 registry streams, 200 events/s.
 
     python bench/live.py [--streams 1000] [--registry 10] [--rate 200] [--seconds 20]
+    python bench/live.py --beside 0,100,1000 [--seconds 15]
+
+With ``--beside``: what open registry streams (``GET /live``) cost the process's writers and readers. For
+each count of open streams in turn, one writer sends commands through the command API one after another
+(writes/s) while one reader reads a claim page one after another (page p99); the figures with streams
+open are compared with those with none, in the same run. Target: with 1,000 open, writes/s at least 0.8x
+and page p99 at most 1.5x of none open (CLAIMLOG_LIVE_STREAMS is sized to what a process sustains).
 
 Runs the real services as separate processes (`claimlog projector`, `claimlog api`) on an embedded
 nats-server and SQLite, opens the streams from this process (one per claim, over as many claims, and the
@@ -36,12 +43,14 @@ from rich.table import Table  # noqa: E402
 from bench.common import arguments, percentile  # noqa: E402
 from bench.latency import draft, paced, source, start, wait_healthy  # noqa: E402
 from bench.results import record  # noqa: E402
+from events import Actor  # noqa: E402
+from services.identity.actors import ActorStore  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
 from services.log.names import notice_subject  # noqa: E402
 from services.projector.notices import decode_notice  # noqa: E402
-from services.runtime.compose import run  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
 from services.runtime.embedded import EmbeddedNats  # noqa: E402
+from services.runtime.from_settings import run  # noqa: E402
 
 console = Console()
 
@@ -195,11 +204,122 @@ def report(timings: Timings, per_stream_kb: float, args: argparse.Namespace) -> 
     record("live memory per open stream", per_stream_kb, unit="KiB")
 
 
+async def beside_streams(args: argparse.Namespace, url: str, api: str) -> dict[int, tuple[float, float]]:
+    """For each count of open registry streams: the writer's writes/s and the reader's page p99 (ms)."""
+    nc = await connect(url)
+    token, _ = await (await ActorStore.open(nc, create=True)).issue(Actor(id="bench-writer", kind="person"))
+    await nc.close()
+    headers = {"Authorization": f"Bearer {token}"}
+    found: dict[int, tuple[float, float]] = {}
+    async with httpx.AsyncClient(base_url=api, timeout=30) as client:
+        claim = "CLM-0001"
+        await client.post("/commands/draft_claim", headers=headers, json=draft_command(claim))
+        for count in args.beside:
+            # The streams are held by a process of their own on raw sockets: a client holding a thousand
+            # streams in this process's loop (httpx costs about a millisecond a message) slowed the writer
+            # and the reader measured here more than the API did.
+            holder = subprocess.Popen([sys.executable, __file__, "--hold", str(count), "--port", str(args.port)],
+                                      stdout=subprocess.PIPE, text=True)
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "open", "the streams did not open"
+            found[count] = await writes_and_reads(client, headers, claim, args.seconds, tag=count)
+            holder.terminate()
+            holder.wait()
+            await asyncio.sleep(6)  # the closed streams' places freed
+    return found
+
+
+async def writes_and_reads(client: httpx.AsyncClient, headers: dict, claim: str, seconds: float, *, tag: int) -> tuple[float, float]:
+    deadline = time.monotonic() + seconds
+    writes, pages = 0, []
+
+    async def writer() -> None:
+        nonlocal writes
+        while time.monotonic() < deadline:
+            body = {"claim_id": claim, "disagreement_id": f"d{tag}-{writes}", "argument": "Too few runs."}
+            response = await client.post("/commands/file_disagreement", headers=headers, json=body)
+            assert response.status_code == 201, response.text
+            writes += 1
+
+    async def reader() -> None:
+        while time.monotonic() < deadline:
+            started = time.perf_counter()
+            assert (await client.get(f"/claims/{claim}")).status_code == 200
+            pages.append((time.perf_counter() - started) * 1000)
+
+    await asyncio.gather(writer(), reader())
+    return writes / seconds, percentile(pages, 99)
+
+
+async def hold_streams(count: int, port: int) -> None:
+    """Open ``count`` registry streams on raw sockets, say "open", and read and drop what they send until killed."""
+
+    async def one() -> asyncio.StreamReader:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /live HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n\r\n")
+        status = await reader.readline()
+        assert b" 200 " in status, status
+        return reader
+
+    readers = [await one() for _ in range(count)]
+    print("open", flush=True)
+
+    async def drain(reader: asyncio.StreamReader) -> None:
+        while await reader.read(65536):
+            pass
+
+    await asyncio.gather(*(drain(reader) for reader in readers))
+
+
+def draft_command(claim: str) -> dict:
+    return {"claim_id": claim, "slug": "live-bench", "statement": "S.", "capability": "C", "observed_on": "O."}
+
+
+async def main_beside(args: argparse.Namespace) -> None:
+    args.load = os.getloadavg()[0]
+    workdir = Path(tempfile.mkdtemp(prefix="claimlog-live-"))
+    server = EmbeddedNats(workdir / "nats", sync=args.sync)
+    url = server.start()
+    database = f"sqlite:///{workdir / 'claimlog.sqlite3'}"
+    upgrade(make_engine(database))
+    env = {**os.environ, "CLAIMLOG_NATS_URL": url, "CLAIMLOG_DATABASE_URL": database, "CLAIMLOG_API_PORT": str(args.port),
+           "CLAIMLOG_LIVE_STREAMS_PER_CLIENT": str(max(args.beside) + 1), "CLAIMLOG_RATE_LIMIT_PER_MINUTE": "0"}
+    api = f"http://127.0.0.1:{args.port}"
+    services = [start(["projector"], env), start(["api"], env)]
+    try:
+        await wait_healthy(api)
+        found = await beside_streams(args, url, api)
+    finally:
+        for service in services:
+            service.terminate()
+            service.wait()
+        server.stop()
+    table = Table(title="one writer and one page reader beside open registry streams (GET /live)")
+    for column in ("open streams", "writes/s", "x of none", "page p99 ms", "x of none"):
+        table.add_column(column, justify="right")
+    base_writes, base_p99 = found[args.beside[0]]
+    for count, (writes, p99) in found.items():
+        table.add_row(str(count), f"{writes:.0f}", f"{writes / base_writes:.2f}", f"{p99:.1f}", f"{p99 / base_p99:.2f}")
+        busy = f"load average {args.load:.1f} at the start; peer: the same with {args.beside[0]} streams open"
+        record(f"live writes/s beside {count} open streams", writes, unit="writes/s", peer=base_writes, note=busy)
+        record(f"live page p99 beside {count} open streams", p99, unit="ms", peer=base_p99, note=busy)
+    console.print(table)
+    writes, p99 = found[max(args.beside)]
+    met = writes >= 0.8 * base_writes and p99 <= 1.5 * base_p99
+    console.print(f"target: with {max(args.beside)} open, writes/s >= 0.8x and page p99 <= 1.5x of none -> {'met' if met else 'NOT met'}")
+
+
 if __name__ == "__main__":
     parser = arguments(__doc__)
+    parser.add_argument("--beside", type=lambda text: [int(n) for n in text.split(",")], default=None,
+                        help="Counts of open registry streams to write and read beside, e.g. 0,100,1000.")
     parser.add_argument("--streams", type=int, default=1000)
     parser.add_argument("--registry", type=int, default=10)
     parser.add_argument("--rate", type=float, default=200)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--port", type=int, default=18766)
-    run(main(parser.parse_args()))
+    parser.add_argument("--hold", type=int, default=None, help=argparse.SUPPRESS)  # the streams' own process (--beside)
+    parsed = parser.parse_args()
+    if parsed.hold is not None:
+        run(hold_streams(parsed.hold, parsed.port))
+    else:
+        run(main_beside(parsed) if parsed.beside else main(parsed))

@@ -508,7 +508,7 @@ def run_peer(events: Sequence[Any], *, database: str, sample: int = 2000, stall_
 
 def workload(claims: int, per_claim: int, seed: int = 7, block: int = 1000) -> list:
     """Claims' events in log order: blocks of ``block`` claims, each block's events interleaved (as bench/replay.py)."""
-    from bench.workload import claim_events
+    from tests.builders.workload import claim_events
 
     rng = random.Random(seed)
     events = []

@@ -29,14 +29,14 @@ from sqlalchemy import Engine, func, insert, select  # noqa: E402
 from bench.common import KeepAlive, arguments, percentile, progress  # noqa: E402
 from bench.latency import paced, start, wait_healthy  # noqa: E402
 from bench.results import record  # noqa: E402
-from bench.workload import TOPICS, WORDS, claim_events  # noqa: E402
 from projections.base import Record  # noqa: E402
 from projections.registry import build_projections  # noqa: E402
 from projections.tables import checkpoints, claim_pages  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
-from services.runtime.compose import run  # noqa: E402
 from services.runtime.db import make_engine, upgrade  # noqa: E402
 from services.runtime.embedded import EmbeddedNats  # noqa: E402
+from services.runtime.from_settings import run  # noqa: E402
+from tests.builders.workload import TOPICS, WORDS, claim_events  # noqa: E402
 
 console = Console()
 

@@ -1,9 +1,9 @@
 """The benchmarks' results file: every run appends its figures to bench/results.csv, with the date, the
 commit, the machine and the command line, next to the peer's figure from the same run. The tables of
-the latest figures in README.md and docs/benchmarks.md are rendered from that file.
+docs/benchmarks.md (the headline figures, and every latest figure) are rendered from that file.
 
     python bench/results.py            # print the table of the latest figures
-    python bench/results.py --write    # rewrite the tables between the markers in README.md and docs/benchmarks.md
+    python bench/results.py --write    # rewrite the tables between the markers in docs/benchmarks.md
 
 Set BENCH_MACHINE to name the machine (default: its core count and CPU model).
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results.csv"
 FIELDS = ("date", "commit", "machine", "bench", "figure", "value", "unit", "peer", "note")
-# The README's headline rows, in order: (the bench's command line, the figure).
+# The headline rows of docs/benchmarks.md, in order: (the bench's command line, the figure).
 HEADLINE = (
     ("bench/latency.py", "publish to visible p99"),
     ("bench/backlog.py --sync 2m", "projector, one process"),
@@ -38,7 +38,7 @@ HEADLINE = (
     ("bench/replay.py --sync 2m", "as-of page from its snapshot p99"),
 )
 # Files whose changes do not make a run's commit "+changes": the results and the tables rendered from them.
-RENDERED = ("bench/results.csv", "README.md", "docs/benchmarks.md")
+RENDERED = ("bench/results.csv", "docs/benchmarks.md")
 
 
 def record(figure: str, value: float, *, unit: str, peer: float | None = None, note: str = "", path: Path = RESULTS) -> None:
@@ -98,7 +98,7 @@ def latest(rows: list[dict[str, str]]) -> list[dict[str, str]]:
 
 
 def headline(rows: list[dict[str, str]]) -> list[dict[str, str]]:
-    """The newest row of each of the README's headline figures."""
+    """The newest row of each headline figure."""
     newest = {(row["bench"], row["figure"]): row for row in latest(rows)}
     return [newest[key] for key in HEADLINE if key in newest]
 
@@ -124,12 +124,10 @@ def rendered(text: str, name: str, table: str) -> str:
 
 
 def targets(rows: list[dict[str, str]]) -> dict[str, str]:
-    """Each rendered file's text as ``--write`` leaves it."""
-    readme, benchmarks = ROOT / "README.md", ROOT / "docs" / "benchmarks.md"
-    return {
-        str(readme): rendered(readme.read_text(), "headline", markdown(headline(rows), notes=False)),
-        str(benchmarks): rendered(benchmarks.read_text(), "latest", markdown(latest(rows))),
-    }
+    """Each rendered file's text as ``--write`` leaves it: docs/benchmarks.md, its headline and latest tables."""
+    benchmarks = ROOT / "docs" / "benchmarks.md"
+    text = rendered(benchmarks.read_text(), "headline", markdown(headline(rows), notes=False))
+    return {str(benchmarks): rendered(text, "latest", markdown(latest(rows)))}
 
 
 def _number(value: float) -> str:
@@ -148,7 +146,7 @@ def _git(*args: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help="rewrite the tables in README.md and docs/benchmarks.md")
+    parser.add_argument("--write", action="store_true", help="rewrite the tables in docs/benchmarks.md")
     args = parser.parse_args()
     rows = read()
     if not args.write:

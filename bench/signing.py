@@ -24,10 +24,10 @@ from rich.table import Table  # noqa: E402
 
 from bench.common import arguments  # noqa: E402
 from bench.results import record  # noqa: E402
-from bench.workload import claim_events  # noqa: E402
 from events import decode  # noqa: E402
 from services.log.chain import chain  # noqa: E402
 from services.log.signing import Attribution, Signer, SigningKey  # noqa: E402
+from tests.builders.workload import claim_events  # noqa: E402
 
 console = Console()
 

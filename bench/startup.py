@@ -33,7 +33,7 @@ from sqlalchemy.engine import make_url  # noqa: E402
 
 from bench.common import arguments  # noqa: E402
 from bench.results import record  # noqa: E402
-from bench.workload import write_commands  # noqa: E402
+from tests.builders.workload import write_commands  # noqa: E402
 
 console = Console()
 CLAIMLOG = [sys.executable, "-m", "services.cli"]

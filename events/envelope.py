@@ -12,12 +12,16 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 CLAIM_ID_PATTERN = r"^CLM-[0-9]{4,12}$"
 ClaimId = Annotated[str, StringConstraints(pattern=CLAIM_ID_PATTERN)]
 # Ids a producer chooses (sources, disagreements, reviews): safe in URLs and subjects.
-LocalId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
+LOCAL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+LocalId = Annotated[str, StringConstraints(pattern=LOCAL_ID_PATTERN)]
 # Characters free text never keeps: C0 controls but tab and line breaks (NUL among them), DEL, and the bidi
-# embeddings, overrides and isolates (U+202E makes "txt.exe" read as "exe.txt"). They are removed wherever
-# text is read, from a command or from the log, so no page, listing or terminal ever shows them.
-_UNSHOWN = dict.fromkeys([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F,
-                          *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+# marks, embeddings, overrides and isolates (U+202E makes "txt.exe" read as "exe.txt"; the marks U+200E,
+# U+200F and U+061C reorder text as well). They are removed wherever text is read, from a command or from
+# the log, so no page, listing or terminal ever shows them. The line and paragraph separators U+2028 and
+# U+2029 end a JavaScript string in older engines and a line in some terminals: they become line feeds.
+_UNSHOWN: dict[int, str | None] = dict.fromkeys([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F, 0x061C,
+                                                 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+_UNSHOWN |= {0x2028: "\n", 0x2029: "\n"}
 
 
 def _neutralised(value: str) -> str:
@@ -32,7 +36,7 @@ def _neutralised(value: str) -> str:
 # A character free text keeps and shows: not a space (nor U+0085, which stripping removes) and not one of the
 # characters above. Free text needs one; the pattern says so to generated clients, in the JSON Schemas only,
 # because the validator's own message ("holds nothing but control characters") says more than a regex.
-VISIBLE_PATTERN = r"[^\s\x00-\x1f\x7f\x85\u202a-\u202e\u2066-\u2069]"
+VISIBLE_PATTERN = r"[^\s\x00-\x1f\x7f\x85\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 _SHOWS_SOMETHING = Field(json_schema_extra={"pattern": VISIBLE_PATTERN})
 # Free text: stripped, at least one character a reader can see, the characters above removed.
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=20_000),
@@ -91,6 +95,11 @@ class Actor(BaseModel):
         if self.kind is not ActorKind.MODEL and self.model:
             raise ValueError(f"only a model actor names a model, not a {self.kind.value}")
         return self
+
+
+def actor_label(actor_id: str, kind: str, model: str | None = None) -> str:
+    """An actor as every page names it (HTML, the terminal): its id, then its kind, and a model's name."""
+    return f"{actor_id} ({kind}{': ' + model if model else ''})"
 
 
 class Event(BaseModel):

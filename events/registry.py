@@ -11,6 +11,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from events.claim import ClaimDrafted, ClaimRetracted, ClaimRevised, ClaimSuperseded
 from events.disagreement import DisagreementAnswered, DisagreementFiled, DisagreementResolved
 from events.envelope import Event
+from events.imported import PAGE_IMPORTER
 from events.relation import ClaimsRelated, ClaimsUnrelated
 from events.review import ReviewRecorded, ReviewWithdrawn
 from events.source import SourceAttached, SourceCorrected, SourceWithdrawn
@@ -41,8 +42,9 @@ CURRENT_VERSION: dict[str, int] = {name: cls.model_fields["schema_version"].defa
 # (type, from_version) -> function turning that version's JSON object into the next version's.
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 UPCASTERS: dict[tuple[str, int], Upcaster] = {}
-# Version 1 page imports wrote their sources and relations as the unnamed model that drafts the registry's
-# pages, though a page does not say who brought them: version 2 says so, in ``imported_from``.
+# Version 1 page imports wrote their drafts, sources and relations as an invented actor, the unnamed model
+# that drafts the registry's pages, though a page does not say who brought its sources: version 2 of
+# sources and relations says so, in ``imported_from``.
 REGISTRY_DRAFTER = {"id": "registry-drafter", "kind": "model", "model": "unnamed registry drafting model"}
 
 
@@ -56,6 +58,19 @@ UPCASTERS[("SourceAttached", 1)] = _imported_from_a_page
 UPCASTERS[("ClaimsRelated", 1)] = _imported_from_a_page
 
 
+# Version 1 page imports wrote their drafts as that unnamed model too, though only the page says a model
+# drafted them: version 2 says so in ``drafted_by``, beside ``imported_from``, and its actor is the importer.
+def _draft_imported_from_a_page(raw: dict[str, Any]) -> dict[str, Any]:
+    if raw.get("actor") == REGISTRY_DRAFTER:
+        raw["actor"] = PAGE_IMPORTER.model_dump(mode="json", exclude_none=True)
+        raw["drafted_by"] = {"kind": "model"}
+        raw["imported_from"] = "a registry page"
+    return raw
+
+
+UPCASTERS[("ClaimDrafted", 1)] = _draft_imported_from_a_page
+
+
 # Version 2 of disagreements and reviews may say which page they were imported from and who it says wrote
 # them. No version 1 event was imported (imports wrote only drafts, sources and relations): nothing to add.
 def _not_imported(raw: dict[str, Any]) -> dict[str, Any]:
@@ -64,6 +79,15 @@ def _not_imported(raw: dict[str, Any]) -> dict[str, Any]:
 
 for _kind in ("DisagreementFiled", "DisagreementAnswered", "DisagreementResolved", "ReviewRecorded", "ReviewWithdrawn"):
     UPCASTERS[(_kind, 1)] = _not_imported
+
+
+# Version 3 of SourceAttached may say who the page it was imported from names as having brought it. The text
+# format named no one before version 3: a version 2 import reads as one from a page that does not say.
+def _no_one_named(raw: dict[str, Any]) -> dict[str, Any]:
+    return raw
+
+
+UPCASTERS[("SourceAttached", 2)] = _no_one_named
 
 
 class UnknownEventError(ValueError):

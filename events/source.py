@@ -6,7 +6,8 @@ from typing import Literal, get_args
 
 from pydantic import Field, model_validator
 
-from events.envelope import Event, LocalId, ShortText, Text
+from events.envelope import Actor, Event, LocalId, ShortText, Text
+from events.imported import imported_from_field, written_by_field
 
 Relation = Literal["validates", "supports", "contradicts", "qualifies", "mentions"]
 RELATIONS: tuple[str, ...] = get_args(Relation)
@@ -16,17 +17,16 @@ class SourceAttached(Event):
     """A source was attached to the claim by whoever brought it."""
 
     type: Literal["SourceAttached"] = "SourceAttached"
-    schema_version: int = Field(default=2, ge=1)  # 2: imported_from
+    schema_version: int = Field(default=3, ge=1)  # 2: imported_from; 3: written_by
     source_id: LocalId
     relation: Relation
     citation: ShortText | None = Field(default=None, description="Where the evidence is: paper, URL, dataset.")
     measured: Text = Field(description="What was measured.")
     breadth: Text | None = Field(default=None, description="Breadth of the evidence and its caveats.")
     truncated: bool = Field(default=False, description="The text was cut short where it came from.")
-    imported_from: ShortText | None = Field(
-        default=None,
-        description="The page this was copied from, which does not say who brought it; the event's actor imported it.",
-    )
+    imported_from: ShortText | None = imported_from_field()
+    # Who the page says brought it; None when imported from a page that does not say (as the registry's do).
+    written_by: Actor | None = written_by_field()
 
 
 class SourceCorrected(Event):

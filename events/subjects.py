@@ -5,6 +5,11 @@ A producer publishes an event of claim ``C`` and type ``T`` on ``<prefix>.C.T``.
 partition ``p = partition(N, 1)``, the FNV-1a 32-bit hash of the claim token modulo N. Producers in
 any language never compute the partition; readers and consumers filter by it. A stream made before
 partitions (``partitions == 0``) stores what was published, ``<prefix>.C.T``.
+
+The claim token ``_registry`` is reserved (``REGISTRY``): no claim id can take it (claim ids are
+``CLM-`` and digits), and the key registry's changes (``events/key_registry.py``) are published on
+``<prefix>._registry.<Type>``, stored like a claim's in the partition its token hashes to, so each change
+is a message of the claim stream and an entry of the transparency log.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ ALL_EVENTS = f"{ROOT}.>"
 
 TOKEN = r"[A-Za-z0-9_-]+"
 _TOKEN = re.compile(rf"^{TOKEN}$")
+REGISTRY = "_registry"  # the claim token the key registry's changes take: never a claim id
 _FNV_OFFSET, _FNV_PRIME = 0x811C9DC5, 0x01000193
 
 
@@ -58,6 +64,15 @@ class LogLayout:
         if not self.partitioned:
             return self.publish_subject(claim_id, event_type)
         return f"{self.prefix}.{self.partition_of(claim_id)}.{claim_id}.{event_type}"
+
+    def registry_subject(self, change_type: str) -> str:
+        """The subject a key-registry change is published on."""
+        return self.publish_subject(REGISTRY, change_type)
+
+    def is_registry(self, stored: str) -> bool:
+        """Whether a stored subject of this layout is a key-registry change's."""
+        tokens = stored.split(".")
+        return len(tokens) >= 3 and tokens[-2] == REGISTRY and tokens[0] == self.prefix
 
     def partition_of(self, claim_id: str) -> int:
         """The claim's partition, as the server computes it (0 when unpartitioned)."""
@@ -162,6 +177,12 @@ def claim_and_type(subject: str) -> tuple[str, str]:
     if len(tokens) == 3:
         return tokens[1], tokens[2]
     return subject, tokens[-1]
+
+
+def is_registry_subject(subject: str) -> bool:
+    """Whether a stored subject of any prefix, partitioned or not, is a key-registry change's (the reserved claim token)."""
+    tokens = subject.split(".")
+    return len(tokens) in (3, 4) and tokens[-2] == REGISTRY
 
 
 def claim_of(subject: str) -> str:

@@ -16,6 +16,7 @@ from events.claim import ClaimDrafted, ClaimRetracted, ClaimRevised, ClaimSupers
 from events.disagreement import DisagreementAnswered, DisagreementFiled, DisagreementResolved
 from events.relation import ClaimsRelated, ClaimsUnrelated
 from events.review import ReviewRecorded, ReviewWithdrawn
+from events.rules import ClaimFacts
 from events.source import RELATIONS, SourceAttached, SourceCorrected, SourceWithdrawn
 from projections.base import Record
 from projections.page_model import (
@@ -31,7 +32,7 @@ from projections.page_model import (
     Withdrawal,
 )
 from projections.repeats import Repeats
-from projections.scorecard import counts_toward_scorecard, review_refusal, standing
+from projections.scorecard import counts_toward_scorecard, standing
 
 Handler = Callable[[ClaimPage, Event, Stamp], None]
 
@@ -40,7 +41,7 @@ def apply(page: ClaimPage | None, event: Event, seq: int, at: datetime) -> Claim
     """Fold one event into the claim's page (None until the claim is drafted)."""
     stamp = Stamp(by=event.actor, at=at, seq=seq)
     if isinstance(event, ClaimDrafted):
-        page = page if page is not None else _drafted(event, stamp)
+        page = page if page is not None else _drafted(event, _credited(stamp, event))
     elif page is not None:
         HANDLERS[type(event)](page, event, stamp)
     else:
@@ -61,7 +62,8 @@ def _drafted(event: ClaimDrafted, stamp: Stamp) -> ClaimPage:
         origin_paper=event.origin_paper,
         notes=Notes(
             drafted=stamp,
-            drafted_by_model=event.actor.kind is ActorKind.MODEL,
+            drafted_by_model=event.drafter_kind is ActorKind.MODEL,  # an imported draft: as its page says
+            drafted_by=event.page_drafter,
             drafted_confidence=event.drafted_confidence,
             falsifier_as_drafted=event.falsifier,
             falsifier_now=event.falsifier,
@@ -94,7 +96,9 @@ def _superseded(page: ClaimPage, event: ClaimSuperseded, stamp: Stamp) -> None:
 def _source_attached(page: ClaimPage, event: SourceAttached, stamp: Stamp) -> None:
     if _find(page, page.sources, "source_id", event.source_id) is None:
         fields = _fields(event, "source_id", "relation", "citation", "measured", "breadth", "truncated", "imported_from")
-        page.sources.append(SourceView(**fields, brought=stamp, corrections=[]))
+        # Credited only when the page named someone: a page that names no one leaves the stamp as it was.
+        brought = stamp if event.written_by is None else _credited(stamp, event)
+        page.sources.append(SourceView(**fields, brought=brought, corrections=[]))
 
 
 def _source_corrected(page: ClaimPage, event: SourceCorrected, stamp: Stamp) -> None:
@@ -139,10 +143,8 @@ def _disagreement_resolved(page: ClaimPage, event: DisagreementResolved, stamp: 
 
 
 def _review_recorded(page: ClaimPage, event: ReviewRecorded, stamp: Stamp) -> None:
-    # An imported review is the page's word: the rules apply to whoever the page says wrote it.
-    reviewer = event.actor if event.imported_from is None else event.written_by
-    if reviewer is not None and review_refusal(page.notes.drafted.by, reviewer) is not None:
-        return  # a review the rules do not allow (written around the command API) is no review
+    # Who may review, and which revision: the log's gate refuses a review against the rules before any fold
+    # (events/rules.py), so every review folded here keeps them.
     stamp = _credited(stamp, event)
     if _find(page, page.reviews, "review_id", event.review_id) is None:
         fields = _fields(event, "review_id", "reviewer_kind", "verdict", "confidence", "revision", "summary")
@@ -174,7 +176,8 @@ def _credited(stamp: Stamp, event: Event) -> Stamp:
     imported_from = getattr(event, "imported_from", None)
     if imported_from is None and getattr(event, "written_by", None) is None:
         return stamp
-    return Stamp(by=stamp.by, at=stamp.at, seq=stamp.seq, imported_from=imported_from, written_by=event.written_by)
+    written_by = getattr(event, "written_by", None)  # a draft names no writer: the page says who drafted it
+    return Stamp(by=stamp.by, at=stamp.at, seq=stamp.seq, imported_from=imported_from, written_by=written_by)
 
 
 def _fields(event: Event, *names: str) -> dict:
@@ -241,6 +244,24 @@ HANDLERS: dict[type[Event], Handler] = {
     ClaimsRelated: _related,
     ClaimsUnrelated: _unrelated,
 }
+
+
+def facts_of(page: ClaimPage | None, claim_id: str) -> ClaimFacts:
+    """What the contract's rules read of a claim (events/rules.py), as its page (the fold of its admitted
+    events) holds it: how a reader that starts from a page judges the claim's next events."""
+    if page is None:
+        return ClaimFacts(claim_id)
+    return ClaimFacts(
+        claim_id,
+        drafted=True,
+        drafted_by=page.notes.drafted.by,
+        lifecycle=page.status.lifecycle,
+        revision=page.revision,
+        sources={s.source_id: s.state for s in page.sources},
+        disagreements={d.disagreement_id: d.state for d in page.disagreements},
+        reviews={r.review_id: r.state for r in page.reviews},
+        related={r.key for r in page.related},
+    )
 
 
 def fold(records: Iterable[Record]) -> ClaimPage | None:

@@ -9,8 +9,9 @@ from functools import cache
 from sqlalchemy import Connection, Update, bindparam, select, update
 
 from events.relation import statement_key
+from events.rules import ClaimFacts
 from projections.base import Record
-from projections.claim_page import apply, derive
+from projections.claim_page import apply, derive, facts_of
 from projections.page_model import PAGE, ClaimPage
 from projections.sql import chunks, execute_many, insert_new, upsert
 from projections.tables import RELATION_COLUMNS, SQLITE_SEARCH_TABLE, claim_pages, page_snapshots
@@ -44,7 +45,13 @@ class ClaimPagesProjection:
     # 7: reviews by the drafter, by a model of the drafting model's name, or by a service are not folded
     #    (RULES_VERSION 2)
     # 8: an event whose event_id its claim has folded already is a repeat, folded by no projection
-    version = 8
+    # 9: the status names the evidence and the counted standing apart (evidence, counted_standing); repeats
+    #    are recognised per actor (another actor's event with the same event_id is folded)
+    # 10: an imported draft is its importer's, with the page and who the page says drafted it (notes.drafted_by;
+    #     ClaimDrafted version 2), and the same of a draft imported before, as the registry-drafter's (the upcaster)
+    # 11: an event against the contract's rules (events/rules.py) is refused by the gate, folded by no
+    #     projection; the fold no longer passes over such reviews itself
+    version = 11
     tables = (claim_pages, page_snapshots)
 
     def __init__(self, *, write_behind: bool = False, cache_pages: int | None = None) -> None:
@@ -54,10 +61,18 @@ class ClaimPagesProjection:
         self._dirty: set[str] = set()
         # Per cached page (writing through): its row's columns as the table has them, but the document.
         self._written: dict[str, dict] = {}
+        self._read: dict[str, ClaimPage | None] = {}  # pages read for ``facts``, which the next batch folds into
+
+    def facts(self, conn: Connection, claim_ids: list[str]) -> dict[str, ClaimFacts]:
+        """What the contract's rules read of each claim as its page stands before the next batch (the
+        projector judges the batch's events by them: events/rules.py)."""
+        self._read = self._load(conn, claim_ids)
+        return {claim_id: facts_of(page, claim_id) for claim_id, page in self._read.items()}
 
     def apply_batch(self, conn: Connection, records: Sequence[Record]) -> None:
         """Load the touched pages, fold the batch into them and write them back."""
-        pages = self._load(conn, list(dict.fromkeys(r.event.claim_id for r in records)))
+        read, self._read = self._read, {}
+        pages = self._load(conn, list(dict.fromkeys(r.event.claim_id for r in records)), read)
         snapshots = []
         for record in records:
             claim_id = record.event.claim_id
@@ -113,12 +128,17 @@ class ClaimPagesProjection:
             raise RuntimeError("a write-behind fold lost pages it had not written: start the rebuild again")
         self._cache.clear()
         self._written.clear()
+        self._read = {}
 
-    def _load(self, conn: Connection, claim_ids: list[str]) -> dict[str, ClaimPage | None]:
+    def _load(self, conn: Connection, claim_ids: list[str], read: dict[str, ClaimPage | None] | None = None) -> dict[str, ClaimPage | None]:
+        """The pages of ``claim_ids``: cached, just ``read`` (in this transaction), or read from the table."""
         pages: dict[str, ClaimPage | None] = {}
         missing = []
         for claim_id in claim_ids:
             cached = self._cache.get(claim_id)
+            if cached is None and read and claim_id in read:
+                pages[claim_id] = read[claim_id]  # None there: the table has no page of it either
+                continue
             if cached is None:
                 missing.append(claim_id)
             pages[claim_id] = cached

@@ -25,7 +25,10 @@ class ContributorsProjection:
     name = "contributors"
     # 2: a second attach of a source (or filing of a disagreement) keeps what became of the first
     # 3: an event whose event_id its claim has folded already is a repeat, folded by no projection
-    version = 3
+    # 4: repeats are recognised per actor: another actor's event with the same event_id is folded
+    # 5: a draft imported as the registry-drafter's (ClaimDrafted version 1) is its importer's (the upcaster)
+    # 6: an event against the contract's rules (events/rules.py) is refused by the gate, folded by no projection
+    version = 6
     tables = (contributor_activity, contributor_sources, contributor_disagreements)
 
     def __init__(self, *, bulk: bool = False) -> None:

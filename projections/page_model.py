@@ -14,11 +14,14 @@ from pydantic import Field, TypeAdapter, computed_field
 from pydantic.json_schema import SkipJsonSchema
 
 from events import Actor
+from events.imported import PageDrafter
 from events.review import ReviewerKind
 
 ReviewState = Literal["unreviewed", "reviewed by AI", "reviewed by a person"]
 Lifecycle = Literal["active", "retracted", "superseded"]
 Presence = Literal["active", "withdrawn"]  # a withdrawn source or review stays on the page, struck through
+# Where a claim stands by its active sources (projections/scorecard.py, STANDINGS).
+Standing = Literal["validated", "supported", "contested", "refuted", "untested"]
 LIFECYCLES: tuple[str, ...] = get_args(Lifecycle)
 
 
@@ -29,8 +32,8 @@ class Stamp:
     by: Actor
     at: datetime
     seq: int
-    # Copied from a registry page (disagreements, reviews and what was done to them): the page, and who it
-    # says did it; ``by`` is then who imported it.
+    # Copied from a registry page (disagreements, reviews and what was done to them, and sources the page
+    # says who brought): the page, and who it says did it; ``by`` is then who imported it.
     imported_from: str | None = None
     written_by: Actor | None = None
 
@@ -46,7 +49,7 @@ class SourceView:
     breadth: str | None = None
     truncated: bool = False
     state: Presence = "active"
-    brought: Stamp  # who attached it; with imported_from, who imported it (the page does not say who brought it)
+    brought: Stamp  # who attached it; with imported_from, who imported it (and written_by, if the page says who brought it)
     imported_from: str | None = None
     corrections: list[Correction] = field(default_factory=list)
     withdrawn: Withdrawal | None = None
@@ -150,7 +153,9 @@ class Status:
     person_review: bool = False
     review_state: ReviewState = "unreviewed"
     unreviewed_model_draft: bool = False
-    standing: Literal["validated", "supported", "contested", "refuted", "untested"] = "untested"
+    # Deprecated (CHANGELOG): what the sources say, even of a claim that counts for nothing; read
+    # ``evidence`` and ``counted_standing`` instead.
+    standing: Standing = "untested"
     counts_toward_scorecard: bool = True
 
     @computed_field
@@ -159,13 +164,29 @@ class Status:
         """Whether the claim's standing counts: the same rule as the scorecard, serialized under its own name."""
         return self.counts_toward_scorecard
 
+    @computed_field
+    @property
+    def evidence(self) -> Standing:
+        """What the claim's active sources say (validated ... untested), whether or not the claim counts."""
+        return self.standing
+
+    @computed_field
+    @property
+    def counted_standing(self) -> Standing | None:
+        """The standing the claim gives its technique on the scorecard; null when it counts for none (an
+        unreviewed model draft, a retracted or superseded claim)."""
+        return self.standing if self.counts_toward_scorecard else None
+
 
 @dataclass(slots=True, kw_only=True)
 class Notes:
     """Provenance of the draft: who drafted it, with what confidence, and how it could be falsified."""
 
+    # Who appended the draft, when; for a draft imported from a page, who imported it, with the page.
     drafted: Stamp
-    drafted_by_model: bool
+    drafted_by_model: bool  # what keeps an unreviewed draft out of the scorecard (projections/scorecard.py)
+    # Imported from a page: who the page says drafted it (a registry page: an unnamed model), not an actor.
+    drafted_by: PageDrafter | None = None
     drafted_confidence: str | None = None
     falsifier_as_drafted: str | None = None
     falsifier_now: str | None = None

@@ -1,9 +1,12 @@
-"""Repeats: an event whose ``event_id`` its claim has already folded is never folded again.
+"""Repeats: an event whose ``event_id`` its actor has already folded on its claim is never folded again.
 
-An event id names one event of its claim (docs/events.md). JetStream drops a second publish of the
+An event id names one event of its actor on its claim (docs/events.md): the same id sent by two actors
+is two events, both folded, so an id one actor chose (or derived from another's ``Idempotency-Key``,
+whose namespace is public) blocks nothing of another's. JetStream drops a second publish of the
 same message only within its duplicate window: the same event published again after it, or with
 another ``Nats-Msg-Id`` by a producer writing to the log directly, is stored again. Whatever its bytes,
-the first event of a claim carrying an id is folded and every later one is a repeat, which no
+the first event of a claim carrying an id by one actor is folded and every later one by that actor is
+a repeat, which no
 projection sees and the projector records as unreadable, with the sequence of the first.
 
 The rule reads only the claim's own events in log order, so a claim decides it alike in any
@@ -22,7 +25,7 @@ from projections.base import Record
 from projections.sql import chunks
 from projections.tables import folded_events
 
-Key = tuple[str, str]  # (claim_id, event_id)
+Key = tuple[str, str, str]  # (claim_id, actor_id, event_id)
 REPEAT_REASON_PREFIX = "repeat:"
 
 
@@ -32,12 +35,12 @@ def repeat_reason(event_id: str, first_seq: int) -> str:
 
 
 def key_of(event: Event) -> Key:
-    """The claim and event id a repeat is recognised by."""
-    return event.claim_id, event.event_id
+    """The claim, actor and event id a repeat is recognised by."""
+    return event.claim_id, event.actor.id, event.event_id
 
 
 class Repeats:
-    """Tells each record in log order whether it repeats an id its claim folded before.
+    """Tells each record in log order whether it repeats an id its actor folded on its claim before.
 
     ``folded``: the ids folded before these records, with where (the projector's ``folded_events``
     rows of the batch's ids); the ids met here are remembered, so what it holds is bounded by the
@@ -47,10 +50,16 @@ class Repeats:
     def __init__(self, folded: Mapping[Key, int] | None = None) -> None:
         self._first: dict[Key, int] = dict(folded or {})
 
+    def earlier(self, event: Event, seq: int) -> int | None:
+        """The sequence the event's id was first folded at when the event (stored at ``seq``) repeats it;
+        None when it is the first (not remembered: ``first_seq`` remembers it once it is folded)."""
+        first = self._first.get((event.claim_id, event.actor.id, event.event_id))
+        return first if first is not None and first < seq else None
+
     def first_seq(self, event: Event, seq: int) -> int | None:
         """The sequence the event's id was first folded at when the event (stored at ``seq``) repeats
         it; None when it is the first (it is remembered as such)."""
-        first = self._first.setdefault((event.claim_id, event.event_id), seq)
+        first = self._first.setdefault((event.claim_id, event.actor.id, event.event_id), seq)
         return first if first < seq else None
 
 
@@ -66,7 +75,7 @@ def split_repeats(records: Iterable[Record], folded: Mapping[Key, int] | None = 
     return fresh, repeated
 
 
-_FOLDED = select(folded_events.c.event_id, folded_events.c.claim_id, folded_events.c.seq).where(
+_FOLDED = select(folded_events.c.event_id, folded_events.c.claim_id, folded_events.c.actor_id, folded_events.c.seq).where(
     folded_events.c.event_id.in_(bindparam("ids", expanding=True))
 )
 
@@ -74,8 +83,8 @@ _FOLDED = select(folded_events.c.event_id, folded_events.c.claim_id, folded_even
 def folded_before(conn: Connection, keys: set[Key]) -> dict[Key, int]:
     """Of ``keys``, those ``folded_events`` holds, with the sequence of their first event."""
     found = {}
-    for ids in chunks(sorted({event_id for _, event_id in keys})):
-        for event_id, claim_id, seq in conn.execute(_FOLDED, {"ids": ids}):
-            if (claim_id, event_id) in keys:
-                found[claim_id, event_id] = seq
+    for ids in chunks(sorted({event_id for _, _, event_id in keys})):
+        for event_id, claim_id, actor_id, seq in conn.execute(_FOLDED, {"ids": ids}):
+            if (claim_id, actor_id, event_id) in keys:
+                found[claim_id, actor_id, event_id] = seq
     return found

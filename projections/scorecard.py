@@ -16,15 +16,13 @@ A claim counts toward the scorecard when it is active (not retracted or supersed
 unreviewed model draft: a claim drafted by a model with no active review is visible, but moves no
 standing and is counted apart, as "left out".
 
-Who may review (``review_refusal``; the command side refuses such a review, the fold ignores one a
-direct producer wrote): a person or an AI model, never a service; never the actor that drafted the
-claim; never a model of the same name as the drafting model. So a model draft counts once a person,
+Who may review (``review_refusal`` in events/review.py; the command side refuses such a review, and the
+log's gate one a direct producer wrote: events/rules.py): a person or an AI model, never a service; never
+the actor that drafted the claim; never a model of the same name as the drafting model. So a model draft counts once a person,
 or an AI model other than the drafting one, has reviewed it.
 """
 
 from __future__ import annotations
-
-from events import Actor, ActorKind
 
 RULES_VERSION = 2
 STANDINGS: tuple[str, ...] = ("validated", "supported", "contested", "refuted", "untested")
@@ -41,20 +39,6 @@ def standing(by_relation: dict[str, int]) -> str:
     if by_relation.get("validates", 0):
         return "validated"
     return "supported" if backing else "untested"
-
-
-def review_refusal(drafter: Actor, reviewer: Actor) -> tuple[str, str] | None:
-    """Why ``reviewer`` may not review a claim ``drafter`` drafted, as (reason, sentence); None if it may."""
-    if reviewer.kind is ActorKind.SERVICE:
-        return "reviewer_not_allowed", "reviews are by a person or an AI model, not by a service"
-    if reviewer.id == drafter.id:
-        return "own_draft", f"{reviewer.id!r} drafted this claim: a claim is reviewed by someone other than its drafter"
-    if reviewer.kind is ActorKind.MODEL and drafter.kind is ActorKind.MODEL and reviewer.model == drafter.model:
-        return "same_model", (
-            f"the claim was drafted by the model {drafter.model!r}: a model draft is reviewed by a person or by "
-            "another AI model"
-        )
-    return None
 
 
 def counts_toward_scorecard(lifecycle: str, unreviewed_model_draft: bool) -> bool:

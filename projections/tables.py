@@ -32,13 +32,13 @@ checkpoints = Table(
     "projection_checkpoints",
     metadata,
     Column("name", String(64), primary_key=True),
-    # The share of the claims this row is the position of, of ``shares`` (services/projector/shares.py):
-    # 0 of 1 for a projector that folds every claim. How many processes folded the tables is no part of
-    # what they say: the checksum leaves it out, and counts a row all the shares hold once.
-    Column("share", Integer, primary_key=True, server_default="0", info={"checksum": False}),
+    # The log partition this row is the position of, of ``partitions`` (0 of 1: the whole log, for a
+    # projector or a rebuild that folds every partition). How many processes folded the tables is no part
+    # of what they say: the checksum leaves it out, and counts a row all the partitions hold once.
+    Column("partition", Integer, primary_key=True, server_default="0", info={"checksum": False}),
     Column("version", Integer, nullable=False),
     Column("last_seq", BigInteger, nullable=False),
-    Column("shares", Integer, nullable=False, server_default="1", info={"checksum": False}),
+    Column("partitions", Integer, nullable=False, server_default="1", info={"checksum": False}),
     # The epoch of the worker that owns this partition (its lease's revision; 0 for a projector that
     # owns every partition): a commit with a lower epoch is refused (services/projector/writer.py).
     Column("epoch", BigInteger, nullable=False, server_default="0", info={"checksum": False}),
@@ -116,6 +116,7 @@ page_snapshots = Table(
 # comparison leaves them alone (``alembic_filters``).
 SEARCH_CONFIG = text("'english'::regconfig")
 SQLITE_SEARCH_TABLE = "claim_pages_search"
+SQLITE_SEARCH_TOKENIZE = "porter unicode61 remove_diacritics 2"  # the FTS5 tokenizer of migration 0003
 SQLITE_SEARCH_TABLES = frozenset(
     {SQLITE_SEARCH_TABLE, *(f"{SQLITE_SEARCH_TABLE}_{shadow}" for shadow in ("data", "idx", "docsize", "config"))}
 )
@@ -132,8 +133,9 @@ unreadable_events = Table(
 )
 
 
-# The event ids each claim has folded, and the sequence of the event that carried each first
-# (projections/repeats.py): a later event of the claim with one of these ids is a repeat, recorded in
+# The event ids each actor has folded on each claim, and the sequence of the event that carried each
+# first (projections/repeats.py): a later event of the claim by that actor with one of these ids is a
+# repeat (another actor's event with the same id is its own event, folded), recorded in
 # unreadable_events and folded by no projection. Written by the projector with every batch, keyed by the
 # id first so that a batch's ids are found by one lookup; decided by the log alone, so a replay writes
 # the same rows. Without SQLite's rowid, the key is the table (a row per event, half the size).
@@ -142,6 +144,7 @@ folded_events = Table(
     metadata,
     Column("event_id", String(36), primary_key=True),
     Column("claim_id", String(20), primary_key=True),
+    Column("actor_id", String(500), primary_key=True),
     Column("seq", BigInteger, nullable=False),
     sqlite_with_rowid=False,
 )

@@ -15,6 +15,8 @@ from faststream.specification import AsyncAPI
 from faststream.specification.base import Specification
 
 from events import EVENT_TYPES
+from events.envelope import CLAIM_ID_PATTERN
+from events.subjects import DEFAULT_PARTITIONS
 
 HEADERS = (
     "Every append sets the headers `Nats-Msg-Id` (the UUIDv5 of actor id, claim id and event id: a retry is stored once, and no writer can take another's id), "
@@ -55,6 +57,30 @@ def asyncapi_specification() -> Specification:
     return spec.to_specification()
 
 
+CLAIM_ID = {
+    "description": f"The claim's id, matching `{CLAIM_ID_PATTERN}`: one subject token, never a wildcard.",
+    "examples": ["CLM-0338"],
+}
+
+
+def stored_subject(event_type: str) -> str:
+    """Where a consumer of the stream finds an event of ``event_type``: the subject as stored, not as published."""
+    return (
+        f" Stored as `claims.<partition>.<claim_id>.{event_type}`: the stream's subject transform puts each event in "
+        f"its claim's partition (`partition(N,1)`, the FNV-1a 32-bit hash of the claim id modulo the stream's "
+        f"partitions, {DEFAULT_PARTITIONS} by default); a consumer reading the stream filters "
+        f"`claims.*.<claim_id>.{event_type}` for one claim or `claims.*.*.{event_type}` for every claim."
+    )
+
+
 def asyncapi_document() -> dict[str, Any]:
-    """The AsyncAPI 3.0 document, as a JSON-ready dict."""
-    return asyncapi_specification().to_jsonable()
+    """The AsyncAPI 3.0 document, as a JSON-ready dict: FastStream's, with the channels' ``claim_id`` declared
+    as a parameter and no NATS bindings (FastStream's carry fields the binding's schema does not know; the
+    subject is the channel's address)."""
+    document = asyncapi_specification().to_jsonable()
+    for name, channel in document["channels"].items():
+        channel.pop("bindings", None)
+        if "{claim_id}" in channel["address"]:
+            channel["parameters"] = {"claim_id": dict(CLAIM_ID)}
+        channel["description"] = channel.get("description", "") + stored_subject(name)
+    return document

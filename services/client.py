@@ -15,14 +15,20 @@ the same for asyncio.
 
 from __future__ import annotations
 
-import asyncio
-import random
-import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_attempt,
+    wait_random_exponential,
+)
 
 from services.commands.models import COMMAND_TYPES
 
@@ -50,17 +56,42 @@ class Written:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How often and how patiently to retry."""
+    """How often and how patiently to retry: up to ``attempts`` tries, waiting what ``Retry-After`` says,
+    else a random time up to ``base_delay`` doubled at each try (full jitter), never over ``max_delay``."""
 
     attempts: int = 6
     base_delay: float = 0.1
     max_delay: float = 5.0
 
-    def delay(self, attempt: int, response: httpx.Response | None) -> float:
+    def retrying(self) -> Retrying:
+        """The retries of one synchronous request (``retrying(post, ...)``): its last answer, or its last error."""
+        return Retrying(**self._options())
+
+    def async_retrying(self) -> AsyncRetrying:
+        """The retries of one request, for asyncio."""
+        return AsyncRetrying(**self._options())
+
+    def _options(self) -> dict[str, Any]:
+        return {
+            "stop": stop_after_attempt(self.attempts),
+            "retry": retry_if_exception_type(httpx.TransportError) | retry_if_result(_retryable),
+            "wait": self._wait,
+            "retry_error_callback": _last_outcome,
+        }
+
+    def _wait(self, state: RetryCallState) -> float:
+        outcome = state.outcome
+        response = outcome.result() if outcome is not None and not outcome.failed else None
         after = response.headers.get("retry-after") if response is not None else None
         if after and after.isdigit():
             return min(float(after), self.max_delay)
-        return min(self.base_delay * 2**attempt, self.max_delay) * random.uniform(0.5, 1.0)
+        return wait_random_exponential(multiplier=self.base_delay, max=self.max_delay)(state)
+
+
+def _last_outcome(state: RetryCallState) -> httpx.Response:
+    """The answer of the last try (refused or not: ``_written`` says), or its error raised again."""
+    assert state.outcome is not None
+    return state.outcome.result()
 
 
 def _request(command: str, fields: dict[str, Any], idempotency_key: str | None, if_match: int | str | None) -> tuple[str, dict, dict]:
@@ -119,18 +150,7 @@ class ClaimlogClient(_Commands):
     def send(self, command: str, /, *, idempotency_key: str | None = None, if_match: int | str | None = None, **fields: Any) -> Written:
         """Carry out one command (validated here first); retries transient failures with the same key."""
         path, body, headers = _request(command, fields, idempotency_key, if_match)
-        for attempt in range(self._retry.attempts):
-            response = None
-            try:
-                response = self._http.post(path, json=body, headers=headers)
-            except httpx.TransportError:
-                if attempt + 1 == self._retry.attempts:
-                    raise
-            else:
-                if not _retryable(response) or attempt + 1 == self._retry.attempts:
-                    return _written(response)
-            time.sleep(self._retry.delay(attempt, response))
-        raise AssertionError("unreachable")
+        return _written(self._retry.retrying()(self._http.post, path, json=body, headers=headers))
 
     def page(self, claim_id: str, *, after: int | None = None) -> dict[str, Any]:
         """A claim page; with ``after``, once the read models have applied that sequence."""
@@ -160,18 +180,7 @@ class AsyncClaimlogClient(_Commands):
     async def send(self, command: str, /, *, idempotency_key: str | None = None, if_match: int | str | None = None, **fields: Any) -> Written:
         """Carry out one command (validated here first); retries transient failures with the same key."""
         path, body, headers = _request(command, fields, idempotency_key, if_match)
-        for attempt in range(self._retry.attempts):
-            response = None
-            try:
-                response = await self._http.post(path, json=body, headers=headers)
-            except httpx.TransportError:
-                if attempt + 1 == self._retry.attempts:
-                    raise
-            else:
-                if not _retryable(response) or attempt + 1 == self._retry.attempts:
-                    return _written(response)
-            await asyncio.sleep(self._retry.delay(attempt, response))
-        raise AssertionError("unreachable")
+        return _written(await self._retry.async_retrying()(self._http.post, path, json=body, headers=headers))
 
     async def page(self, claim_id: str, *, after: int | None = None) -> dict[str, Any]:
         """A claim page; with ``after``, once the read models have applied that sequence."""

@@ -6,23 +6,10 @@ workers (their leases)."""
 from __future__ import annotations
 
 from events.subjects import DEFAULT_STREAM
-from services.log.names import (
-    RATES,
-    SLUGS,
-    actors_bucket,
-    bucket_name,
-    bucket_stream,
-    keys_bucket,
-    leases_bucket,
-)
+from services.log.buckets import KINDS
+from services.log.names import bucket_name, bucket_stream
 
 
 def registry_buckets(stream: str = DEFAULT_STREAM) -> dict[str, str]:
     """The streams of the registry's buckets (``KV_<bucket>``), each with what the bucket holds, in words."""
-    return {
-        bucket_stream(actors_bucket(stream)): "the token store",
-        bucket_stream(keys_bucket(stream)): "the key registry",
-        bucket_stream(bucket_name(SLUGS, stream)): "the slugs' owners",
-        bucket_stream(bucket_name(RATES, stream)): "the shared rate limit",
-        bucket_stream(leases_bucket(stream)): "the partition leases",
-    }
+    return {bucket_stream(bucket_name(kind, stream)): kind_.what for kind, kind_ in KINDS.items()}

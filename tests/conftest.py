@@ -23,6 +23,17 @@ from tests.databases import POSTGRES_URL, Templates, migrated_database, postgres
 from tests.shared_nats import SharedNats
 
 __all__ = ["POSTGRES_URL"]
+TESTS = Path(__file__).resolve().parent
+# Each folder of tests and the marker every test in it gets, so that ``-m`` selects a layer of the suite.
+FOLDER_MARKERS = {
+    "unit": "unit",
+    "integration": "integration",
+    "faults": "faults",
+    "contract": "contract",
+    "e2e": "e2e",
+    "cluster": "cluster",
+    "lifecycle": "lifecycle",
+}
 PERSON = Actor(id="ada", kind="person")
 MODEL = Actor(id="drafter", kind="model", model="test-model-1")
 
@@ -35,6 +46,64 @@ def random_claim_id() -> str:
 def at(minute: int = 0) -> datetime:
     """A fixed, readable point in time."""
     return datetime(2026, 11, 30, 12, minute, tzinfo=UTC)
+
+
+def folder_marker(path: Path) -> str:
+    """The marker of the test file at ``path``: its folder's, directly under tests/."""
+    parts = path.resolve().relative_to(TESTS).parts
+    if len(parts) < 2 or parts[0] not in FOLDER_MARKERS:
+        raise pytest.UsageError(f"{path}: a test outside the folders of FOLDER_MARKERS in tests/conftest.py gets no marker; add its folder there")
+    return FOLDER_MARKERS[parts[0]]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test with its folder's marker (``-m unit``, ``-m "integration or e2e"``)."""
+    for item in items:
+        item.add_marker(folder_marker(item.path))
+
+
+OUTCOMES: dict[str, str] = {}  # test id -> passed / failed
+REPORTS: dict[str, str] = {}  # test id -> its fault report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" or report.failed:
+        OUTCOMES[report.nodeid] = "failed" if report.failed else report.outcome
+    for name, value in report.user_properties:
+        if name == "fault_report":
+            REPORTS[report.nodeid] = value
+
+
+def fault_reports(terminalreporter: pytest.TerminalReporter) -> None:
+    """Every fault scenario's lines (tests/faults: ``fault_report``), passed or failed."""
+    if not REPORTS:
+        return
+    terminalreporter.section("fault injection: what was injected and checked")
+    for nodeid, text in REPORTS.items():
+        outcome = OUTCOMES.get(nodeid, "error")
+        terminalreporter.write_line(f"{nodeid.split('::')[-1]} [{outcome}]")
+        for line in text.splitlines():
+            terminalreporter.write_line(f"    {line}")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """What each folder of tests (and so each folder marker) cost this run: its tests and the sum of their
+    setup, call and teardown times, dearest first; CI's budget is kept by these figures."""
+    spent: dict[str, float] = {}
+    tests: dict[str, set[str]] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            nodeid, duration = getattr(report, "nodeid", ""), getattr(report, "duration", None)
+            if not nodeid.startswith("tests/") or duration is None or nodeid.count("/") < 2:
+                continue
+            folder = nodeid.split("/")[1]
+            spent[folder] = spent.get(folder, 0.0) + duration
+            tests.setdefault(folder, set()).add(nodeid)
+    if not spent:
+        return
+    terminalreporter.section("time by folder of tests (sum of setup, call and teardown)")
+    for folder, seconds in sorted(spent.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line(f"tests/{folder:<12} {len(tests[folder]):>5} tests {seconds:>8.0f} s")
 
 
 @pytest.fixture(scope="session", autouse=True)

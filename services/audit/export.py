@@ -1,7 +1,8 @@
 """``claimlog export`` and ``claimlog import``: the log, or one claim's history, as JSON Lines.
 
-One object per stored event: ``seq``, ``subject``, ``stored_at``, ``hash`` (SHA-256 of the stored
-bytes), ``msg_id`` and the event exactly as stored: ``event`` holds the stored bytes as a string when
+One object per stored event, refused ones (services/admission/) included: ``seq``, ``subject``,
+``stored_at``, ``hash`` (SHA-256 of the stored bytes), ``msg_id`` (and ``stored_at_header``, the
+``Claimlog-Stored-At`` header of an event refused for it, restored as it was) and the event exactly as stored: ``event`` holds the stored bytes as a string when
 they are UTF-8 (almost always), ``event_b64`` holds them base64-encoded otherwise; ``signature``, when
 the event is signed, holds its signature headers. An import checks the whole file first and
 republishes those exact bytes and headers, so the restored log hashes and verifies the same. An import
@@ -65,6 +66,10 @@ def export_line(stored: StoredEvent) -> str:
     }
     if stored.signature:
         line["signature"] = stored.signature
+    if stored.time_problem is not None and stored.restored is not None:
+        # Refused for its Claimlog-Stored-At (services/admission/): kept, with the header as it was, so an
+        # import stores it as it is here and every reader refuses it there too.
+        line["stored_at_header"] = stored.restored
     try:
         line["event"] = stored.data.decode()
     except UnicodeDecodeError:
@@ -140,7 +145,15 @@ def _parse(text: str) -> tuple[int, RestoredEvent]:
     data = _stored_bytes(line)
     if hashlib.sha256(data).hexdigest() != digest:
         raise ValueError(f"hash {digest!r} is not the SHA-256 of the event's bytes: the event was altered")
-    return seq, RestoredEvent(claim_id, event_type, data, _msg_id(line), stored_at, _signature(line))
+    return seq, RestoredEvent(claim_id, event_type, data, _msg_id(line), _header_time(line) or stored_at, _signature(line))
+
+
+def _header_time(line: dict) -> str | None:
+    """The Claimlog-Stored-At header of an event refused for it, as exported (restored as it was), or None."""
+    header = line.get("stored_at_header")
+    if header is not None and (not isinstance(header, str) or not header or len(header) > 4096 or any(c in header for c in "\r\n\0")):
+        raise ValueError(f"stored_at_header must be null or a one-line string, got {header!r:.80}")
+    return header
 
 
 def _msg_id(line: dict) -> str | None:

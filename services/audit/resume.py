@@ -45,8 +45,18 @@ def _differs(claim_log: ClaimLog, stored: StoredEvent, event: RestoredEvent, pos
         return "its bytes differ"
     if stored.msg_id != event.msg_id:
         return f"its message id is {stored.msg_id}, not {event.msg_id}"
-    if stored.stored_at != parse_store_time(event.stored_at):
+    if stored.time_problem is not None:  # refused for its Claimlog-Stored-At: restored with that header as it was
+        if stored.restored != event.stored_at:
+            return f"its Claimlog-Stored-At is {stored.restored!r}, not {event.stored_at!r}"
+    elif stored.stored_at != _time(event.stored_at):
         return f"it was stored at {stored.stored_at.isoformat()}, not {event.stored_at}"
     if (stored.signature or None) != (event.signature or None):
         return "its signature differs"
     return None
+
+
+def _time(text: str):
+    try:
+        return parse_store_time(text)
+    except ValueError:
+        return None

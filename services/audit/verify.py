@@ -1,10 +1,16 @@
 """``claimlog verify``: the log has no gaps, every event reads, every claim's hash chain holds, every
 event is signed by a key that may speak for its actor (services/log/signing.py), and the read models
-equal a fresh replay; that replay names every repeat of an event id its claim had folded
-(projections/repeats.py, services/audit/rebuild.py).
+equal a fresh replay; that replay names every repeat of an event id its actor had folded on its claim
+(projections/repeats.py) and every event against the rules its claim's earlier events set (events/rules.py;
+services/audit/rebuild.py).
 
 Events stored before signatures were required are counted as unsigned, not reported as findings:
 they were written before the registry signed anything.
+
+The key registry's changes (events/key_registry.py) are facts of the log, on the registry's reserved
+subject: chained like a claim's events, counted apart, never refused as claim events; the registry they
+give must be the one the key registry's bucket holds, or the bucket was changed behind the log's back
+(a ``registry`` finding).
 
 The log is streamed page by page; what stays in memory is one 32-byte digest per claim (the hash its
 next event must record) and at most ``MAX_KEPT`` findings (the rest are counted).
@@ -18,9 +24,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from events import UnknownEventError, decode
-from events.subjects import DEFAULT_LAYOUT, LogLayout
-from services.keys import load_attribution
+from events.key_registry import RegistryChange, RegistryChangeError, fold_registry
+from events.subjects import DEFAULT_LAYOUT, REGISTRY, LogLayout
+from services.admission import Admitted, Gate, Refused, RegistryFact
+from services.identity.keys import KeyDocument, KeyRing, document_of, load_attribution
 from services.log import ClaimLog, StoredEvent
 from services.log.signing import Attribution
 
@@ -32,7 +39,7 @@ MAX_KEPT = 1000
 class Finding:
     """One thing wrong, with where it is: sequence, subject and claim, or the table."""
 
-    kind: str  # gap, unreadable, subject, chain, time, signature, repeat, table, read_models
+    kind: str  # gap, unreadable, subject, chain, time, signature, repeat, rule, registry, table, read_models (unreadable to rule: refused by the gate)
     message: str
     seq: int | None = None
     subject: str | None = None
@@ -53,6 +60,7 @@ class Report:
     tables_note: str | None = None
     unsigned: int = 0  # events stored before signatures were required, that carry none (not a finding)
     signed_after: int | None = None  # the sequence after which every event must be signed; None: not required
+    registry_changes: int = 0  # the key registry's changes the log holds (not claim events)
     findings: list[Finding] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
 
@@ -76,11 +84,12 @@ class LogCheck:
 
     def __init__(self, report: Report, layout: LogLayout = DEFAULT_LAYOUT, attribution: Attribution | None = None) -> None:
         self._report, self._layout = report, layout
-        self._attribution = attribution or Attribution({}, None)
-        report.signed_after = self._attribution.required_after
+        self._gate = Gate(attribution)  # the same gate every reader admits through, checking every signature anew
+        report.signed_after = self._gate.attribution.required_after
         self._next_seq = 1
         self._last_hash: dict[str, bytes] = {}
         self._last_time = None  # the previous event's store time: they never go backwards
+        self.registry: list[RegistryChange] = []  # the key registry's changes, in log order
 
     def check(self, stored: StoredEvent) -> None:
         """Check one stored event (in log order)."""
@@ -100,24 +109,30 @@ class LogCheck:
                 seq, subject, claim_id,
             ))
         self._last_time = max(self._last_time or stored.stored_at, stored.stored_at)
-        try:
-            event = decode(stored.data)
-        except UnknownEventError as error:
-            self._report.add(Finding("unreadable", str(error), seq, subject, claim_id))
-            return
-        if event.claim_id != claim_id or event.type != event_type or partition != self._layout.partition_of(claim_id):
+        verdict = self._gate.stored(stored)
+        event = verdict.event
+        if isinstance(verdict, Refused):
+            # Refused: no reader folds it, and it is here, kept by export and backup like any other.
+            shown = f"{event.type} by {event.actor.id}: " if verdict.kind == "signature" and event is not None else ""
+            self._report.add(Finding(verdict.kind, f"refused: {shown}{verdict.reason.removeprefix('not attributable: ')}", seq, subject, claim_id))
+        elif isinstance(verdict, RegistryFact):
+            self._report.registry_changes += 1
+            self.registry.append(event)
+            if partition != self._layout.partition_of(REGISTRY) or event_type != event.type:
+                wanted = self._layout.stored_subject(REGISTRY, event.type)
+                self._report.add(Finding("subject", f"a key-registry {event.type} is stored under {subject}, not {wanted}", seq, subject))
+        elif partition != self._layout.partition_of(claim_id):
             wanted = self._layout.stored_subject(event.claim_id, event.type)
             self._report.add(
                 Finding("subject", f"a {event.type} of {event.claim_id} is stored under {subject}, not {wanted}", seq, subject, claim_id)
             )
+        if event is None:
+            return
         expected = previous.hex() if previous is not None else None
         if event.prev_hash != expected:
             self._report.add(Finding("chain", _chain_break(event.prev_hash, expected), seq, subject, claim_id))
-        try:
-            if self._attribution.check(seq, stored.signature, stored.data, stored.stored_at, event.actor.id) is None:
-                self._report.unsigned += 1
-        except ValueError as error:
-            self._report.add(Finding("signature", f"{event.type} by {event.actor.id}: {error}", seq, subject, claim_id))
+        if isinstance(verdict, Admitted) and verdict.signer is None:
+            self._report.unsigned += 1
 
     def _where(self, subject: str) -> tuple[int | None, str, str]:
         """Partition, claim and type of a stored subject; a subject of another shape is kept whole as the
@@ -130,13 +145,43 @@ class LogCheck:
     def finish(self, last_seq: int) -> None:
         """Everything up to ``last_seq`` has been fed: a missing tail is a gap too."""
         self._gap_before(last_seq + 1)
-        self._report.claims = len(self._last_hash)
+        self._report.claims = len(self._last_hash) - (REGISTRY in self._last_hash)
+
+    def compare_registry(self, cached: KeyDocument) -> None:
+        """The key registry the log's changes give must be the one its bucket holds (``cached``)."""
+        try:
+            logged = document_of(fold_registry(self.registry))
+        except RegistryChangeError as error:
+            self._report.add(Finding("registry", f"the log's key-registry changes do not fold: {error}"))
+            return
+        if not self.registry and cached != KeyDocument():
+            self._report.add(Finding("registry", "the key registry's bucket holds keys, and the log none of its changes: "
+                                                 "start the registry once (`claimlog up` or the API) to record them"))
+        elif logged != cached:
+            self._report.add(Finding("registry", f"the key registry's bucket differs from what the log's changes give: {_differences(logged, cached)}"))
 
     def _gap_before(self, seq: int) -> None:
         if seq > self._next_seq:
             missing = f"{self._next_seq}" if seq - 1 == self._next_seq else f"{self._next_seq} to {seq - 1}"
             self._report.add(Finding("gap", f"sequence {missing} missing from the log", self._next_seq))
         self._next_seq = max(self._next_seq, seq + 1)
+
+
+def _differences(logged: KeyDocument, cached: KeyDocument) -> str:
+    """What the bucket holds that the log does not say, key by key, and the requirement."""
+    said = {r.key_id: r for r in logged.keys}
+    held = {r.key_id: r for r in cached.keys}
+    parts = [f"key {k} of {held[k].actor.id} is in the bucket only" for k in held.keys() - said.keys()]
+    parts += [f"key {k} of {said[k].actor.id} is in the log only" for k in said.keys() - held.keys()]
+    parts += [f"key {k} of {held[k].actor.id} differs ({_fields(said[k], held[k])})" for k in said.keys() & held.keys() if said[k] != held[k]]
+    if (logged.required_after, logged.required_set_at) != (cached.required_after, cached.required_set_at):
+        parts.append(f"the bucket requires signatures after {cached.required_after}, the log after {logged.required_after}")
+    return "; ".join(sorted(parts)) or "the order of its keys"
+
+
+def _fields(said, held) -> str:
+    return ", ".join(f"{name}: log {getattr(said, name)}, bucket {getattr(held, name)}"
+                     for name in type(said).model_fields if getattr(said, name) != getattr(held, name))
 
 
 def _chain_break(found: str | None, expected: str | None) -> str:
@@ -168,3 +213,5 @@ async def check_log(
         if progress is not None:
             progress(after)
     check.finish(head)
+    ring = await KeyRing.maybe_open(claim_log.nc, stream=claim_log.stream, layout=claim_log.layout)
+    check.compare_registry(KeyDocument() if ring is None else await ring.document())

@@ -13,6 +13,7 @@ from rich.markup import escape
 from services.cli import (
     actors,
     audit_io,
+    auditor,
     backup,
     certs,
     db,
@@ -24,10 +25,13 @@ from services.cli import (
     serve,
     status,
     timeline,
+    transparency,
+    witness,
 )
 from services.cli.setup import console, settings_in_use
+from services.cli.usage import ClaimlogGroup
 
-app = typer.Typer(help="claimlog: the event-sourced registry of research claims.", no_args_is_help=True)
+app = typer.Typer(cls=ClaimlogGroup, help="claimlog: the event-sourced registry of research claims.", no_args_is_help=True)
 
 
 def _print_version(asked: bool) -> None:
@@ -47,7 +51,7 @@ def _options(
     """claimlog: the event-sourced registry of research claims."""
 
 
-for commands in (audit_io, replay, timeline, status, serve, ingest, db, schema, actors, keys, parked, certs, backup):
+for commands in (audit_io, auditor, replay, timeline, status, serve, ingest, db, schema, actors, keys, parked, certs, backup, transparency, witness):
     commands.register(app)
 
 

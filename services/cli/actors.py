@@ -14,10 +14,10 @@ from rich.table import Table
 
 from events import Actor, ActorKind
 from events.envelope import utc_now
-from services.actors import ActorKindFixed, ActorStore, ActorsUnavailable, TokenRecord
 from services.cli.errors import validation_problems
 from services.cli.setup import setup
-from services.expiry import BadExpiry, expiry, parse_duration, stamp
+from services.identity.actors import ActorKindFixed, ActorStore, ActorsUnavailable, TokenRecord
+from services.identity.expiry import BadExpiry, expiry, parse_duration, stamp
 
 actors_app = typer.Typer(help="Actors who may write, and their bearer tokens (stored hashed).", no_args_is_help=True)
 out = Console()
@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _run(work):
-    from services.runtime.compose import open_log, run
+    from services.runtime.from_settings import open_log, run
 
     settings = setup("WARNING")
 

@@ -17,11 +17,13 @@ from rich.table import Table
 
 from services.cli.errors import no_claim
 from services.cli.setup import command_settings
-from services.runtime.compose import open_log, run
+from services.runtime.from_settings import open_log, run
 from services.runtime.settings import Settings
 from services.timeline.as_of import is_claim_id
 
-console = Console(stderr=True)
+# Messages are not wrapped at the console's width: a refusal names "file:line:" and the path, which a
+# wrapped line splits where neither a tool nor a reader finds it (a terminal wraps long lines itself).
+console = Console(stderr=True, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -141,15 +143,23 @@ def import_(
 
 
 async def _import(settings: Settings, path: Path, window: int) -> int:
-    from services.audit.export import ExportFileError, ImportRefused, import_file
-    from services.commands.bulk_lines import count_lines
+    from services.audit.export import ExportFileError, ImportRefused, import_file, resumable
+    from services.audit.import_plan import plan_import
+    from services.identity.keys import KeyRing
+    from services.ingest.bulk_lines import count_lines
     from services.log import LogError
 
     async with open_log(settings, client_name="claimlog-import", role="admin") as claim_log:
         try:
+            held = await resumable(claim_log, path, count=count_lines(path))
+            says = (await plan_import(claim_log, path, held=held)).says()
+            if says:  # before anything is stored
+                console.print(f"[yellow]unsigned[/yellow]: {says}", highlight=False)
             with _progress() as progress:
                 bar = _bar(progress, "import", count_lines(path))  # an event a line
-                imported = await import_file(claim_log, path, window=window, progress=bar)
+                imported = await import_file(claim_log, path, window=window, progress=bar, held=held)
+            await (await KeyRing.open(claim_log.nc, replicas=claim_log.spec.replicas, stream=claim_log.stream,
+                                      layout=claim_log.layout)).sync()  # the key registry as the imported log's changes give it
         except (ExportFileError, ImportRefused) as error:
             console.print(f"[red]refused[/red]: {error}; nothing was published", highlight=False)
             return 1

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from services.actors import ActorsUnavailable, NoLiveToken
+from services.identity.actors import ActorsUnavailable, NoLiveToken
 from services.log import LogError
 from services.runtime.db import DatabaseNotReadyError
 from services.runtime.embedded import EmbeddedNatsError

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from services.cli.setup import console, setup
-from services.runtime.compose import run
+from services.runtime.from_settings import run
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from events import ActorKind
 from services.cli.actors import _actor, _run, actors_app
-from services.keys import KeyRegistryError, KeyRing
+from services.identity.keys import KeyRegistryError, KeyRing
 from services.log.signing import Signer
 
 key_app = typer.Typer(help="Signing keys: the API's (a delegate) and each direct producer's (public halves kept in the registry).",
@@ -62,7 +62,7 @@ def add(
     signer = Signer.generate()
 
     async def work(log):
-        ring = await KeyRing.open(log.nc, replicas=log.spec.replicas, stream=log.stream)
+        ring = await KeyRing.open(log.nc, replicas=log.spec.replicas, stream=log.stream, layout=log.layout)
         return await ring.add(actor, delegate=delegate, signer=signer)
 
     try:
@@ -80,11 +80,12 @@ def rotate(
     actor_id: Annotated[str, typer.Argument(help="Whose key to replace.")],
     out_path: OutOption,
 ) -> None:
-    """Make a new key for an actor and retire its current one: older events keep verifying with the old."""
+    """Make a new key for an actor and retire its current one after the log's head: events stored up to it keep verifying with the old."""
     _checked_out(out_path)
 
     async def work(log):
-        return await (await KeyRing.open(log.nc, replicas=log.spec.replicas, stream=log.stream)).rotate(actor_id)
+        ring = await KeyRing.open(log.nc, replicas=log.spec.replicas, stream=log.stream, layout=log.layout)
+        return await ring.rotate(actor_id, after_seq=await log.head())
 
     try:
         signer, record, retired = _run(work)
@@ -101,7 +102,7 @@ def list_keys() -> None:
     """Every key ever added: whose, whether a delegate, when added and retired; and the signing requirement."""
 
     async def work(log):
-        ring = await KeyRing.maybe_open(log.nc, stream=log.stream)
+        ring = await KeyRing.maybe_open(log.nc, stream=log.stream, layout=log.layout)
         return ([], None) if ring is None else (await ring.records(), await ring.requirement())
 
     records, required = _run(work)
@@ -120,7 +121,7 @@ def require(
     """Require a signature on every event stored from now on (set once; events before stay readable as unsigned)."""
 
     async def work(log):
-        ring = await KeyRing.open(log.nc, replicas=log.spec.replicas, stream=log.stream)
+        ring = await KeyRing.open(log.nc, replicas=log.spec.replicas, stream=log.stream, layout=log.layout)
         return await ring.require(await log.head() if after is None else after)
 
     try:

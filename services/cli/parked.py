@@ -11,7 +11,7 @@ from rich.table import Table
 from services.cli.setup import command_settings
 from services.projector.parking import parked_rows
 from services.projector.retry import retry_parked
-from services.runtime.compose import open_log, run
+from services.runtime.from_settings import open_log, run
 from services.runtime.settings import Settings
 from services.store.generations import Generations
 

@@ -21,7 +21,7 @@ from services.cli.setup import command_settings
 from services.rebuild.diff import Diff
 from services.rebuild.replay import rebuild_generation
 from services.rebuild.some import chosen_projections
-from services.runtime.compose import run
+from services.runtime.from_settings import run
 from services.runtime.settings import Settings
 from services.store.generations import Generations
 

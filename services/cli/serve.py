@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from services.cli.setup import setup
-from services.runtime.compose import run, tune_gc
+from services.runtime.from_settings import run, tune_gc
 from services.runtime.settings import Settings
 
 
@@ -30,13 +30,17 @@ def up(
         int,
         typer.Option(min=1, max=64, help="Projector worker processes dividing the log's partitions (a partitioned log only)."),
     ] = 1,
+    witness: Annotated[bool, typer.Option(
+        help="Also run a witness of the transparency log in the data directory, which cosigns each checkpoint: it "
+        "shows the protocol end to end, and assures nobody (whoever runs the registry holds its key)."
+    )] = False,
 ) -> None:
-    """Run everything: NATS (embedded unless CLAIMLOG_NATS_URL), migrations, projector and read API."""
+    """Run everything: NATS (embedded unless CLAIMLOG_NATS_URL), migrations, projector, transparency log and read API."""
     from services.orchestration.up import run_up
 
     settings = setup()
     host, port = host or settings.api_host, port or settings.api_port
-    raise typer.Exit(run_up(settings, sample=sample, host=host, port=port, cluster=cluster, workers=workers))
+    raise typer.Exit(run_up(settings, sample=sample, host=host, port=port, cluster=cluster, workers=workers, witness=witness))
 
 
 def projector() -> None:
@@ -64,13 +68,13 @@ def api(
     if settings.nats_url:  # a server that is down or refuses the credentials: one line now, not uvicorn's traceback later
         run(_reach_nats(settings))
     app = build_app(settings, generations, commands=not read_only)
-    tune_gc()  # uvicorn runs its own loop, not through services.runtime.compose.run: without it, long GC pauses
+    tune_gc()  # uvicorn runs its own loop, not through services.runtime.from_settings.run: without it, long GC pauses
     uvicorn.run(app, host=host or settings.api_host, port=port or settings.api_port, log_level="warning")
 
 
 async def _reach_nats(settings: Settings) -> None:
     from services.log import connect
-    from services.runtime.compose import nats_tls
+    from services.runtime.from_settings import nats_tls
 
     nc = await connect(
         settings.nats_url, name="claimlog-api-check", first_connect_seconds=settings.nats_connect_seconds, tls=nats_tls(settings)

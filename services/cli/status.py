@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from services.cli.setup import setup
+from services.identity.keys import signing_report
 from services.log.topology import nats_report
 from services.registry_buckets import registry_buckets
 
@@ -30,7 +32,7 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print the repor
     and each projector worker with the partitions it holds (epoch, position, lag)."""
     from services.projector.applied import applied
     from services.read_api.partitions import partition_section
-    from services.runtime.compose import open_log, run
+    from services.runtime.from_settings import open_log, run
     from services.store.generations import Generations
 
     settings = setup("WARNING")
@@ -41,6 +43,7 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print the repor
             found = await applied(claim_log, generations.active()[1])
             report = {"nats": await nats_report(claim_log.nc, claim_log.stream, registry_buckets(claim_log.stream)), "head": found.head}
             report["projections"] = _positions(found)
+            report["signing"] = await signing_report(claim_log.nc, stream=claim_log.stream)
             if (partitions := await partition_section(claim_log, generations.active()[1])) is not None:
                 report["partitions"] = partitions
             return report
@@ -84,8 +87,16 @@ def _print(report: dict[str, Any]) -> None:
         out.print(f"[yellow]position unknown[/yellow]: {why}")
     if "partitions" in report:
         _print_partitions(report["partitions"])
+    _print_signing(report["signing"])
     for problem in nats["problems"]:
         out.print(f"[red]problem[/red]: {problem}")
+
+
+def _print_signing(signing: dict[str, Any]) -> None:
+    if signing["required_after"] is None:
+        out.print("[yellow]signing[/yellow]: " + escape(signing["warning"]), highlight=False)
+    else:
+        out.print(f"signing: required after sequence {signing['required_after']} ({signing['current_keys']} current keys)", highlight=False)
 
 
 def _shown(value: int | None) -> str:

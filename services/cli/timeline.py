@@ -7,19 +7,19 @@ from difflib import SequenceMatcher
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console, Group
+from rich.console import Console
 from rich.markup import escape
-from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 from sqlalchemy.exc import DBAPIError
 
 from events import EVENT_TYPES, ActorKind
+from services.admission import gate_for
 from services.cli.errors import claim_key, no_claim
+from services.cli.page_view import render_page, who
 from services.cli.setup import command_settings
-from services.ingest.page_format import caveats
-from services.runtime.compose import open_log, run
 from services.runtime.db import DatabaseNotReadyError
+from services.runtime.from_settings import open_log, run
 from services.runtime.settings import Settings
 from services.timeline.as_of import AsOf, BadAsOf, is_claim_id, page_json_as_of, parse_as_of
 from services.timeline.history import Entry, claim_history, select_entries
@@ -112,7 +112,8 @@ async def _history(settings: Settings, key: str) -> list[Entry] | None:
         return None
     async with open_log(settings, client_name="claimlog-history", role="reader") as claim_log:
         stored = await claim_log.read_claim(claim_id)
-    return claim_history(claim_id, stored)
+        gate = await gate_for(claim_log, (item.signature for item in stored))
+    return claim_history(claim_id, stored, gate=gate)
 
 
 def _entry_json(entry: Entry) -> dict[str, Any]:
@@ -122,89 +123,11 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
     return body
 
 
-def _said_by(stamp: dict) -> str:
-    """Who did it; for a part imported from a page, whom the page names and who imported it."""
-    if stamp.get("written_by"):
-        return f"{_who(stamp['written_by'])} (as {stamp.get('imported_from')} says; imported by {_who(stamp['by'])})"
-    return _who(stamp["by"])
-
-
-def _who(actor: dict | None) -> str:
-    if not actor:
-        return ""
-    return f"{actor['id']} ({actor['kind']}{', ' + actor['model'] if actor.get('model') else ''})"
-
-
-def _status_line(status: dict[str, Any]) -> str:
-    """Lifecycle and review state, and standing only where it moves one: as the HTML page says it."""
-    parts = [status["lifecycle"], status["review_state"]]
-    if status["unreviewed_model_draft"]:
-        parts.append("unreviewed model draft: moves no standing, left out of the scorecard")
-    elif status["moves_standing"]:
-        parts.append(f"standing {status['standing']}")
-    if not status["unreviewed_model_draft"]:
-        parts.append("counts toward the scorecard" if status["counts_toward_scorecard"] else "left out of the scorecard")
-    return " · ".join(parts)
-
-
-def _notes(notes: dict[str, Any]) -> list[str]:
-    lines = [f"drafted confidence: {notes['drafted_confidence']}"] if notes.get("drafted_confidence") else []
-    if notes.get("falsifier_as_drafted"):
-        lines.append(f"falsifier as drafted: {notes['falsifier_as_drafted']}")
-    if notes.get("falsifier_now") and notes["falsifier_now"] != notes.get("falsifier_as_drafted"):
-        lines.append(f"falsifier now: {notes['falsifier_now']}")
-    return lines
-
-
-def _source_text(source: dict[str, Any]) -> Text:
-    """What a source measured, its caveats labelled apart, and whether the text was cut short."""
-    text = Text(source["measured"])
-    if source.get("breadth"):
-        label, caveats_text = caveats(source["breadth"])
-        text.append(f"\n{label} ", style="bold").append(caveats_text)
-    if source.get("truncated"):
-        text.append(" [truncated]", style="dim")
-    return text
-
-
-def render_page(page: dict[str, Any]) -> Group:
-    """A claim page for the terminal: what the HTML page shows, in the same words."""
-    status = page["status"]
-    head = Text.assemble(
-        (page["statement"], "bold"), "\n\n",
-        f"capability: {page['capability']}", f"   technique: {page['technique']}" if page["technique"] else "", "\n",
-        f"observed on: {page['observed_on']}\n",
-        _status_line(status), "\n",
-        *(f"{line}\n" for line in _notes(page["notes"])),
-        (f"drafted by {_who(page['notes']['drafted']['by'])}, as of sequence {page['as_of_seq']} ({page['as_of_time']})", "dim"),
-    )
-    parts: list[Any] = [Panel(head, title=f"{page['claim_id']} · revision {page['revision']}", title_align="left")]
-    sources = Table("source", "relation", "measured", "brought by", title="Sources", title_justify="left")
-    for s in page["sources"]:
-        style = "strike dim" if s["state"] == "withdrawn" else ""
-        brought = _who(s["brought"]["by"])
-        if s.get("imported_from"):
-            brought = f"not stated on {s['imported_from']}; imported by {brought}"
-        sources.add_row(s["source_id"], s["relation"], _source_text(s), brought, style=style)
-    disagreements = Table("disagreement", "argument", "filed by", "state", title="Disagreements", title_justify="left")
-    for d in page["disagreements"]:
-        disagreements.add_row(d["disagreement_id"], d["argument"], _said_by(d["filed"]), d["outcome"] or d["state"])
-    reviews = Table("review", "by", "verdict", "confidence", "revision", title="Reviews", title_justify="left")
-    for r in page["reviews"]:
-        style = "strike dim" if r["state"] == "withdrawn" else ""
-        reviews.add_row(r["review_id"], _said_by(r["recorded"]), r["verdict"], r["confidence"], str(r["revision"]), style=style)
-    related = Table("related claim", "statement", title="Related", title_justify="left")
-    for r in page["related"]:
-        related.add_row(r["claim_id"] or "", r["statement"] or "")
-    parts += [t for t in (sources, disagreements, reviews, related) if t.row_count]
-    return Group(*parts)
-
-
 def history_table(claim: str, entries: list[Entry]) -> Table:
     """The history as a table: one row per event, its changes one per line."""
     table = Table("seq", "stored", "type", "actor", "rev", "changes", title=f"History of {claim}", title_justify="left")
     for e in entries:
-        actor = _who(e.actor.model_dump(mode="json")) if e.actor else ""
+        actor = who(e.actor.model_dump(mode="json")) if e.actor else ""
         changes = Text("\n").join(_change(c.field, c.before, c.after) for c in e.diff or [])
         if e.unreadable:
             changes = Text(f"unreadable: {e.unreadable}", style="red")

@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
+from tenacity import AsyncRetrying, RetryCallState, RetryError, retry_if_exception_type, stop_after_attempt
+
 from services.commands.decide import Kind, Rejected
-from services.log import ClaimLog, ConflictError
+from services.log import ConflictError
 
 ATTEMPTS = 5
 T = TypeVar("T")
@@ -20,25 +22,30 @@ class ReadAgain(Exception):
 
 
 async def until_stored(
-    claim_id: str, attempt: Callable[[], Awaitable[T]], *, read_again: Callable[[], Awaitable[None]], attempts: int = ATTEMPTS
+    claim_id: str, attempt: Callable[[], Awaitable[T]], *, read_again: Callable[[], Awaitable[None]] | None = None, attempts: int = ATTEMPTS,
+    exhausted: Callable[[int], Exception] | None = None,
 ) -> T:
     """What ``attempt`` answers, calling ``read_again`` after each conflict (``ConflictError`` or
-    ``ReadAgain``) and trying again; after ``attempts`` conflicts, ``Rejected`` with ``write_conflict``."""
-    for _ in range(attempts):
-        try:
-            return await attempt()
-        except (ConflictError, ReadAgain):
+    ``ReadAgain``) and trying again at once (another writer moved the claim: nothing to wait for); after
+    ``attempts`` conflicts, ``exhausted(attempts)`` is raised (by default ``Rejected`` with ``write_conflict``).
+    Every conflict-retry of a write to one claim goes through here: the command service, the pipelined
+    bulk path, a registry page's import."""
+
+    async def after_conflict(_: RetryCallState) -> None:
+        if read_again is not None:
             await read_again()
-    raise Rejected(Kind.CONFLICT, "write_conflict", f"{claim_id} kept changing during {attempts} attempts; retry")
+
+    retrying = AsyncRetrying(stop=stop_after_attempt(attempts), retry=retry_if_exception_type((ConflictError, ReadAgain)), after=after_conflict)
+    try:
+        return await retrying(attempt)
+    except RetryError:
+        raise (exhausted or _write_conflict(claim_id))(attempts) from None
+
+
+def _write_conflict(claim_id: str) -> Callable[[int], Exception]:
+    return lambda attempts: Rejected(Kind.CONFLICT, "write_conflict", f"{claim_id} kept changing during {attempts} attempts; retry")
 
 
 async def existing_claims(claim_ids: Iterable[str], exists: Callable[[str], Awaitable[bool]]) -> frozenset[str]:
     """Those of ``claim_ids`` that exist, as ``exists`` says."""
     return frozenset([claim_id for claim_id in claim_ids if await exists(claim_id)])
-
-
-async def has_events(log: ClaimLog, claim_id: str, *, up_to_seq: int | None = None) -> bool:
-    """Whether the claim has an event in the log, or one at or before ``up_to_seq`` when given."""
-    if up_to_seq is None:
-        return (await log.claim_head(claim_id)).seq > 0  # one indexed lookup
-    return bool(await log.read_claim(claim_id, up_to_seq=up_to_seq))

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     Strict,
@@ -38,13 +39,15 @@ EVENT_ID = Annotated[
 # Who a registry page says wrote a disagreement or review, and which page: only a page import, which
 # appends its events itself, says so; a command is its authenticated actor's own word.
 FROM_A_PAGE = frozenset({"imported_from", "written_by"})
+# Likewise who a page says drafted a claim (``claimlog ingest``): a draft_claim command is its actor's own draft.
+DRAFTED_ON_A_PAGE = frozenset({"imported_from", "drafted_by"})
 # command name -> (event type it produces, event fields the service decides rather than the body)
 COMMANDS: dict[str, tuple[str, frozenset[str]]] = {
-    "draft_claim": ("ClaimDrafted", frozenset()),
+    "draft_claim": ("ClaimDrafted", DRAFTED_ON_A_PAGE),
     "revise_claim": ("ClaimRevised", frozenset()),
     "retract_claim": ("ClaimRetracted", frozenset()),
     "supersede_claim": ("ClaimSuperseded", frozenset()),
-    "attach_source": ("SourceAttached", frozenset()),
+    "attach_source": ("SourceAttached", frozenset({"written_by"})),
     "correct_source": ("SourceCorrected", frozenset()),
     "withdraw_source": ("SourceWithdrawn", frozenset()),
     "file_disagreement": ("DisagreementFiled", FROM_A_PAGE),
@@ -186,10 +189,19 @@ def _command_model(name: str, event_type: str, decided: frozenset[str]) -> type[
 
 
 def _strict(annotation: Any) -> Any:
-    """Numbers and booleans taken as JSON gives them: no "1", 1.0 or true for 1, no 1 or "yes" for true."""
-    if annotation in (int, bool, int | None, bool | None):
+    """Numbers and booleans taken as JSON gives them: no "1" or true for 1, no 1 or "yes" for true. A number
+    with a zero fraction (``1.0``) is the integer 1, as JSON Schema's ``integer`` says, so a body the
+    published schemas allow is never refused for how a client's encoder wrote a whole number."""
+    if annotation in (int, int | None):
+        return Annotated[annotation, Strict(), BeforeValidator(_whole_number)]
+    if annotation in (bool, bool | None):
         return Annotated[annotation, Strict()]
     return annotation
+
+
+def _whole_number(value: Any) -> Any:
+    """``1.0`` as 1; anything else as it came (the strict check refuses what is not an integer)."""
+    return int(value) if type(value) is float and value.is_integer() else value
 
 
 COMMAND_TYPES: dict[str, type[Command]] = {

@@ -5,10 +5,10 @@ Retries and races are safe by construction:
 - the event id is the producer's own, or derived from the actor, the claim and the ``Idempotency-Key``,
   so a retried command finds its event already in the claim's history (however long ago) and answers
   with the sequence it was stored at, publishing nothing; JetStream's duplicate window catches two
-  copies racing each other. An id belongs to its writer: an event of another actor with the same id
-  is never this command's (409 ``event_id_taken``), and the message id JetStream deduplicates by is
-  derived from the actor and the claim too (``services/log/writer.py``), so no one can make another's
-  write a "duplicate" of theirs;
+  copies racing each other. An id names one event of its writer on its claim: an event of another
+  actor with the same id is another event (both are stored and folded), never this command's, and the
+  message id JetStream deduplicates by is derived from the actor and the claim too
+  (``services/log/writer.py``), so no one can make another's write a "duplicate" of theirs, nor block it;
 - the append expects the claim's last sequence: when another writer got there first, the command
   is decided again against the new state (without ``If-Match``), or refused with 409 (with it).
 
@@ -29,11 +29,12 @@ from datetime import datetime
 
 from events import Actor, Event, new_event_id
 from events.envelope import utc_now
-from services.commands.attempts import ReadAgain, existing_claims, has_events, until_stored
+from services.admission import gate_for
+from services.commands.attempts import ReadAgain, existing_claims, until_stored
+from services.commands.claim_state import ClaimState, claim_state
 from services.commands.decide import Context, Kind, Rejected, decide, referenced_claims
 from services.commands.models import Command
 from services.commands.slugs import SlugOwners, slug_owners
-from services.commands.state import ClaimState, claim_state
 from services.log import ClaimLog, ConflictError, LogError
 
 CACHED_CLAIMS = 10_000
@@ -127,7 +128,7 @@ class CommandService:
             idempotent_event_id(actor, command.claim_id, idempotency_key) if idempotency_key else new_event_id()
         )
         earlier = unscoped_event_id(actor, idempotency_key) if idempotency_key and not command.event_id else None
-        existing = await existing_claims(referenced_claims(command), lambda claim_id: has_events(self._log, claim_id))
+        existing = await existing_claims(referenced_claims(command), self._drafted)
         slug = _Slug(command.slug if command.command == "draft_claim" else None)
         try:
             return await self._attempts(command, actor, event_id, earlier, existing, expected_version, slug)
@@ -184,6 +185,11 @@ class CommandService:
             state.evolve(events[0], appended.last_seq, appended.last_hash)
         return Outcome(command.claim_id, command.command, refs(events, appended.first_seq), appended.duplicate)
 
+    async def _drafted(self, claim_id: str) -> bool:
+        """Whether a claim a command refers to exists: drafted by an event the gate admits (junk or a forged
+        draft on its subject makes no claim)."""
+        return (await self.state(claim_id)).drafted
+
     async def state(self, claim_id: str) -> ClaimState:
         """The claim's current state: the cached one brought up to the log's head, or read in full.
 
@@ -191,11 +197,13 @@ class CommandService:
         one indexed lookup and no scan.
         """
         state = self._states.get(claim_id)
+        stored = await self._log.read_claim(claim_id, after_seq=0 if state is None else state.head_seq)
+        gate = await gate_for(self._log, (item.signature for item in stored))
         if state is None:
-            state = claim_state(claim_id, await self._log.read_claim(claim_id))
+            state = claim_state(claim_id, stored, gate)
         else:
-            for item in await self._log.read_claim(claim_id, after_seq=state.head_seq):
-                state.take(item)
+            for item in stored:
+                state.take(item, gate)
         self._states[claim_id] = state
         self._states.move_to_end(claim_id)
         if len(self._states) > self._cached_claims:
@@ -232,19 +240,12 @@ def _must_check(state: ClaimState, expected_version: int | None) -> bool:
 def already_done(command: Command, state: ClaimState, event_id: str, actor: Actor) -> Outcome | None:
     """The outcome of an earlier run of the same command (same event id, same actor), if the log has it.
 
-    An event of another actor with this id is not this command's: it is refused (409 ``event_id_taken``)
-    rather than answered as a duplicate, or stored again under an id the projection would not fold twice.
+    Repeats are recognised per actor: an event of another actor with this id is another event, never
+    this command's, so it neither answers this command as a duplicate nor refuses it.
     """
-    written = state.written.get(event_id)
+    written = state.written.get((actor.id, event_id))
     if written is None:
         return None
-    if written.event.actor.id != actor.id:
-        raise Rejected(
-            Kind.CONFLICT,
-            "event_id_taken",
-            f"event id {event_id} on {command.claim_id} is another writer's (seq {written.seq}): send the command "
-            "with an event id (or Idempotency-Key) of your own",
-        )
     expected = command.event_type().model_fields["type"].default
     if written.type != expected:
         raise Rejected(

@@ -32,6 +32,7 @@ import nats.errors
 from nats.js.errors import APIError, KeyWrongLastSequenceError, NotFoundError
 
 from events.envelope import utc_now
+from services.admission import Admitted, gate_for
 from services.commands.decide import Kind, Rejected
 from services.log import ClaimLog, LogError
 from services.log.batches import MAX_BATCH_EVENTS
@@ -115,7 +116,10 @@ class SlugOwners:
     async def drafted_with(self, claim_id: str, slug: str) -> bool:
         """Whether the log holds the claim's draft, and with this slug (a draft is a claim's first event)."""
         stored = await self._log.read_claim(claim_id)
-        return bool(stored) and stored[0].event.type == "ClaimDrafted" and stored[0].event.slug == slug
+        if not stored:
+            return False
+        verdict = (await gate_for(self._log, [stored[0].signature])).stored(stored[0])  # a forged draft holds nothing
+        return isinstance(verdict, Admitted) and verdict.event.type == "ClaimDrafted" and verdict.event.slug == slug
 
     async def record(self, owners: dict[str, str]) -> None:
         """Write each slug's owner as it is, whatever the bucket held (a rebuild from the log)."""

@@ -13,10 +13,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field, WithJsonSchema
 
 from events import Actor
-from services.actors import ActorsUnavailable, TokenExpired
 from services.commands.decide import Kind, Rejected
 from services.commands.models import (
     COMMAND_TYPES,
@@ -26,8 +26,11 @@ from services.commands.models import (
     refuse_duplicate_keys,
 )
 from services.commands.service import Outcome
+from services.identity.actors import ActorsUnavailable, TokenExpired
 from services.log import MAX_SEQ, LogError
-from services.read_api.state import Api, api_state
+from services.read_api.api_state import Api, api_state
+from services.read_api.errors import InvalidRequestBody
+from services.read_api.sequences import decimal_at_most
 
 # How each kind of rejection is said over HTTP (docs/commands.md has the table).
 STATUS_OF = {Kind.NOT_FOUND: 404, Kind.CONFLICT: 409, Kind.FORBIDDEN: 403, Kind.INVALID: 422}
@@ -51,6 +54,7 @@ class StoredEventRef(BaseModel):
     event_id: str
     type: str
     seq: int
+    entry_index: int = Field(description="Its entry in the transparency log (seq - 1): GET /log/proof/{entry_index} proves it once integrated.")
 
 
 class CommandResult(BaseModel):
@@ -70,8 +74,25 @@ class CommandError(BaseModel):
     message: str
 
 
+RETRY_AFTER = {"Retry-After": {"description": "Whole seconds to wait before retrying.", "schema": {"type": "integer"}}}
+# Each refusal a command can get, by status: ``error`` is the reason (docs/api.md, docs/commands.md).
+REFUSALS: dict[int, str] = {
+    400: "`bad_if_match`: an If-Match that names no claim version; `http_error`: a body that is not JSON text.",
+    401: "`unauthorized`: no bearer token, or an unknown or revoked one; `token_expired`: a token past its expiry.",
+    403: "A rule's refusal: the actor may not do this (e.g. review its own claim).",
+    404: "A rule's refusal: the claim, or what the command names on it, does not exist.",
+    409: "`stale_version`: If-Match names an older version; `write_conflict` (retry); or a rule's refusal of the "
+    "claim's state.",
+    413: "`payload_too_large`: the body passed `CLAIMLOG_MAX_BODY_BYTES`; nothing was parsed.",
+    422: "`invalid_request`: the body does not validate (`problems` say where); `duplicate_key`: a field named twice; "
+    "`idempotency_key_reused`: the Idempotency-Key (or event_id) was used for another command or body; or a rule's refusal.",
+    429: "`rate_limited`: the actor's writes are used up for now; retry after `Retry-After`.",
+    503: "`log_unavailable`: the log did not take the command (retry); nothing was published.",
+}
 ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": CommandError} for status in (400, 401, 403, 404, 409, 413, 422, 429, 503)
+    status: {"model": InvalidRequestBody if status == 422 else CommandError, "description": description}
+    | ({"headers": RETRY_AFTER} if status in (429, 503) else {})
+    for status, description in REFUSALS.items()
 }
 RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"model": CommandResult, "description": "A retry of a command already carried out (`duplicate: true`)."},
@@ -85,17 +106,28 @@ def unauthorized(message: str, error: str = "unauthorized") -> HTTPException:
     )
 
 
-async def current_actor(api: Api, authorization: Annotated[str | None, Header()] = None) -> Actor:
+# Declared in the OpenAPI document as the security of every write, so a generated client can authenticate.
+# ``auto_error=False``: a missing or malformed token is answered below, with the API's own error body.
+BEARER = HTTPBearer(
+    scheme_name="bearerAuth",
+    description="An actor's token (`claimlog actors add`): `Authorization: Bearer <token>`. The event's actor is its owner.",
+    auto_error=False,
+)
+
+
+async def current_actor(
+    api: Api, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)] = None
+) -> Actor:
     """The actor whose bearer token came with the request; 401 for none, unknown or revoked (``token_expired``
     for one past its expiry)."""
-    if not authorization or not authorization.lower().startswith("bearer "):
+    if credentials is None:
         raise unauthorized("writes need a bearer token: Authorization: Bearer <token> (see `claimlog actors add`)")
     try:
-        store = await api.actor_store()
+        store = await api.write_side.actor_store()
     except ActorsUnavailable as error:
         raise unauthorized(str(error)) from None
     try:
-        actor = await store.authenticate(authorization[7:].strip())
+        actor = await store.authenticate(credentials.credentials.strip())
     except TokenExpired as expired:
         raise unauthorized(str(expired), error="token_expired") from None
     if actor is None:
@@ -104,8 +136,8 @@ async def current_actor(api: Api, authorization: Annotated[str | None, Header()]
 
 
 async def allowed_actor(api: Api, actor: Annotated[Actor, Depends(current_actor)]) -> Actor:
-    """The authenticated actor, if it has writes left (``services/commands/rate_limit.py``); 429 if not."""
-    limiter = api.rate_limiter
+    """The authenticated actor, if it has writes left (``services/identity/rate_limit.py``); 429 if not."""
+    limiter = api.write_side.rate_limiter
     throttled = await limiter.take(actor.id) if limiter is not None else None
     if throttled is not None:
         raise HTTPException(
@@ -135,7 +167,7 @@ def expected_version(if_match: str | None) -> int | None:
 async def run(
     request: Request, command: Command, actor: Actor, idempotency_key: str | None, if_match: str | None
 ) -> JSONResponse:
-    service = api_state(request.app).commands
+    service = api_state(request.app).write_side.commands
     assert service is not None, "the command routes are mounted only on an app that writes"
     try:
         outcome = await service.execute(
@@ -154,7 +186,7 @@ def _result(outcome: Outcome) -> JSONResponse:
         claim_id=outcome.claim_id,
         command=outcome.command,
         duplicate=outcome.duplicate,
-        events=[StoredEventRef(event_id=e.event_id, type=e.type, seq=e.seq) for e in outcome.events],
+        events=[StoredEventRef(event_id=e.event_id, type=e.type, seq=e.seq, entry_index=e.seq - 1) for e in outcome.events],
         last_seq=outcome.last_seq,
     )
     headers = {"ETag": f'"{outcome.last_seq}"', "Location": f"/claims/{outcome.claim_id}?after={outcome.last_seq}"}
@@ -170,19 +202,8 @@ IdempotencyKey = Annotated[
 ]
 
 
-def _decimal_at_most(limit: int) -> str:
-    """A regular expression of the decimal numbers from 0 to ``limit`` (leading zeros allowed)."""
-    digits = str(limit)
-    branches = [f"[0-9]{{1,{len(digits) - 1}}}"] if len(digits) > 1 else []
-    for at, digit in enumerate(digits):
-        if digit != "0":
-            rest = len(digits) - at - 1
-            branches.append(f"{digits[:at]}[0-{int(digit) - 1}]" + (f"[0-9]{{{rest}}}" if rest else ""))
-    return "(?:" + "|".join([*branches, digits]) + ")"
-
-
 # The versions ``expected_version`` takes, published so a generated client checks them before sending.
-IF_MATCH_PATTERN = rf'^(?:\*|(?:W/)?"?{_decimal_at_most(MAX_SEQ)}"?)$'
+IF_MATCH_PATTERN = rf'^(?:\*|(?:W/)?"?{decimal_at_most(MAX_SEQ)}"?)$'
 IfMatch = Annotated[
     str | None,
     Header(description='The claim version the write is based on, e.g. "42" (the page\'s ETag).'),

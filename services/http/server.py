@@ -12,10 +12,10 @@ from fastapi import FastAPI
 from sqlalchemy import Engine
 
 from services.http.app import attach_log, create_app
+from services.read_api.api_state import api_state
 from services.read_api.browser import Cors
 from services.read_api.guards import Guards
-from services.read_api.state import api_state
-from services.runtime.compose import open_log
+from services.runtime.from_settings import open_log
 from services.runtime.settings import Settings
 from services.store.generations import Generations
 
@@ -49,7 +49,7 @@ def build_app(settings: Settings, generations: Generations, *, commands: bool = 
         guards=Guards.from_settings(settings),
         cors=Cors.from_settings(settings),
     )
-    api_state(app).generation = number
+    api_state(app).reads.generation = number
     return app
 
 
@@ -64,8 +64,8 @@ async def follow_generations(app: FastAPI, generations: Generations, *, every: f
             log.warning("cannot read the active read-model generation: %s", error)
             continue
         state = api_state(app)
-        if number != state.generation:
+        if number != state.reads.generation:
             engine: Engine = generations.engine(number)
-            state.engine, state.generation = engine, number
-            state.applied = 0  # read-your-writes positions are per generation
+            state.reads.engine, state.reads.generation = engine, number
+            state.reads.applied = 0  # read-your-writes positions are per generation
             log.warning("serving read-model generation %s", number)

@@ -14,11 +14,12 @@ def registry_page(page: dict[str, Any]) -> RegistryPage:
 
     Withdrawn sources are left out (the registry's text shows the evidence that stands), so a disagreement
     about one names no source; related claims keep their rank order, with the capability and review label
-    recorded with them. Disagreements and reviews name who wrote each part: for one imported from a page,
-    whom that page named.
+    recorded with them. Sources, disagreements and reviews name who brought or wrote each part: for one
+    imported from a page, whom that page named, and no one for a source from a page that named no one.
     """
     active = [s for s in page["sources"] if s["state"] == "active"]
-    sources = tuple(PageSource(s["relation"], s["measured"], s.get("breadth"), s.get("truncated", False), 0) for s in active)
+    sources = tuple(PageSource(s["relation"], s["measured"], s.get("breadth"), s.get("truncated", False), 0, _brought(s))
+                    for s in active)
     numbers = {s["source_id"]: number for number, s in enumerate(active, start=1)}
     related = tuple(
         PageRelated(r["statement"] or r["claim_id"] or r["key"], r.get("capability") or "", r.get("review_label"), 0)
@@ -40,6 +41,13 @@ def registry_page(page: dict[str, Any]) -> RegistryPage:
         disagreements=tuple(_disagreement(d, numbers) for d in page["disagreements"]),
         reviews=tuple(_review(r) for r in page["reviews"]),
     )
+
+
+def _brought(source: dict[str, Any]) -> Actor | None:
+    stamp = source["brought"]
+    if stamp.get("written_by"):
+        return Actor.model_validate(stamp["written_by"])
+    return None if source.get("imported_from") else Actor.model_validate(stamp["by"])
 
 
 def _part(stamp: dict[str, Any], text: str | None) -> PagePart:

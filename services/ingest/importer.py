@@ -14,24 +14,28 @@ from pathlib import Path
 from events import Actor, Event, new_event_id
 from events.claim import ClaimDrafted, ClaimRevised
 from events.disagreement import DisagreementAnswered, DisagreementFiled, DisagreementResolved
+from events.imported import PAGE_IMPORTER as PAGE_IMPORTER  # who imports when no one is named
+from events.imported import PageDrafter
 from events.relation import ClaimsRelated, statement_key
 from events.review import ReviewRecorded, ReviewWithdrawn
+from events.rules import event_breach
 from events.source import SourceAttached
+from projections.claim_page import facts_of
 from projections.page_model import ClaimPage
 from services.ingest.page_format import PageSource, RegistryPage
 from services.ingest.page_sections import PageDisagreement, PageReview
 
-# The registry's pages say a model drafted them but not which one.
-REGISTRY_MODEL = Actor(id="registry-drafter", kind="model", model="unnamed registry drafting model")
-# Who imports pages when no one is named: the pages do not say who brought their sources, so the sources
-# are recorded as imported by this service, from the page, never as brought by the drafting model.
-PAGE_IMPORTER = Actor(id="claimlog-ingest", kind="service")
+# The registry's pages say a model drafted them but not which one ("Drafted from the paper by a model"; a
+# reviewed page's notes drop the sentence, but its claim was a model's draft all the same). An import records
+# that as the page's word, beside the page, and its actor is the importer (``PAGE_IMPORTER`` when no one is
+# named), as for the sources, whose pages do not say who brought them.
+PAGE_DRAFTER = PageDrafter(kind="model")
 
 
 @dataclass(frozen=True)
 class ImportContext:
-    """Who imports (the actor of the sources and relations: the page names no one who brought them), when,
-    and the id grouping one page's events. The draft is the unnamed model's the page says drafted it."""
+    """Who imports (the actor of every event of the page: it names no one who brought its sources unless it
+    says so, and only it says that an unnamed model drafted the claim), when, and the id grouping one page's events."""
 
     actor: Actor
     now: datetime
@@ -60,18 +64,18 @@ def review_id(claim_id: str, review: PageReview) -> str:
 def decide_import(page: RegistryPage, current: ClaimPage | None, ctx: ImportContext) -> list[Event]:
     """The events that bring the claim's page in line with the registry page."""
     envelope = {"claim_id": page.claim_id, "occurred_at": ctx.now, "actor": ctx.actor, "correlation_id": ctx.correlation_id}
-    drafter = {**envelope, "actor": REGISTRY_MODEL}
     imported = {**envelope, "imported_from": Path(page.path).name}
     events: list[Event] = []
     if current is None:
-        events.append(_drafted(page, drafter))
+        events.append(_drafted(page, imported))
     else:
-        revision = _revision(page, current, drafter)
+        revision = _revision(page, current, envelope)
         if revision is not None:
             events.append(revision)
     known_sources = {s.source_id for s in current.sources} if current else set()
     for source in page.sources:
-        if source_id(page.claim_id, source) not in known_sources:
+        if source_id(page.claim_id, source) not in known_sources:  # a source a page lists twice is one source
+            known_sources.add(source_id(page.claim_id, source))
             events.append(_attached(page.claim_id, source, imported))
     known_related = {r.key for r in current.related} if current else set()
     for rank, related in enumerate(page.related, start=1):
@@ -88,7 +92,24 @@ def decide_import(page: RegistryPage, current: ClaimPage | None, ctx: ImportCont
             )
     events += _disagreements(page, current, imported)
     events += _reviews(page, current, imported)
+    _within_rules(events, current, page.claim_id)
     return events
+
+
+class ImportRefused(ValueError):
+    """A page whose events would break a rule of the contract on its claim as the log holds it (the log's gate
+    would refuse them: events/rules.py), with the rule's sentence; nothing of it is published."""
+
+
+def _within_rules(events: list[Event], current: ClaimPage | None, claim_id: str) -> None:
+    """``ImportRefused`` when one of ``events``, after the claim's ``current`` page and the events before it,
+    breaks a rule: an import writes only what every reader admits, as the command API does."""
+    facts = facts_of(current, claim_id)
+    for event in events:
+        broken = event_breach(facts, event)
+        if broken is not None:
+            raise ImportRefused(f"{event.type} of {claim_id}: {broken.message}")
+        facts.fold(event)
 
 
 def _said(envelope: dict, writer: Actor) -> dict:
@@ -99,8 +120,12 @@ def _disagreements(page: RegistryPage, current: ClaimPage | None, imported: dict
     """What the log lacks of the page's disagreements: filings, answers beyond those held, resolutions."""
     known = {d.disagreement_id: d for d in current.disagreements} if current else {}
     events: list[Event] = []
+    seen: set[str] = set()
     for disagreement in page.disagreements:
         key = disagreement_id(page.claim_id, disagreement)
+        if key in seen:
+            continue  # listed twice, word for word by the same writer: one disagreement
+        seen.add(key)
         held = known.get(key)
         if held is None:
             about = page.sources[disagreement.source - 1] if disagreement.source else None
@@ -119,8 +144,12 @@ def _reviews(page: RegistryPage, current: ClaimPage | None, imported: dict) -> l
     """What the log lacks of the page's reviews: the reviews, and the withdrawals it has not recorded."""
     known = {r.review_id: r for r in current.reviews} if current else {}
     events: list[Event] = []
+    seen: set[str] = set()
     for review in page.reviews:
         key, writer = review_id(page.claim_id, review), review.recorded.writer
+        if key in seen:
+            continue  # listed twice, word for word by the same writer: one review
+        seen.add(key)
         held = known.get(key)
         if held is None:
             events.append(ReviewRecorded(
@@ -143,6 +172,7 @@ def _drafted(page: RegistryPage, envelope: dict) -> ClaimDrafted:
         observed_on=page.observed_on,
         drafted_confidence=page.drafted_confidence,
         falsifier=page.falsifier,
+        drafted_by=PAGE_DRAFTER,
     )
 
 
@@ -168,4 +198,5 @@ def _attached(claim_id: str, source: PageSource, envelope: dict) -> SourceAttach
         measured=source.measured,
         breadth=source.breadth,
         truncated=source.truncated,
+        written_by=source.brought,
     )

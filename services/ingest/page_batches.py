@@ -5,7 +5,7 @@ Pages are taken a group at a time (each claim once in a group); their claims are
 page's missing events decided (``decide_import``) and chained, and the group's claims go out in
 batches of up to the server's limit, each claim's first event expecting the claim's last sequence.
 A batch refused because a claim moved meanwhile stores nothing: its pages are read and decided again,
-up to ``CONFLICT_RETRIES`` times; pages of batches that landed keep their outcome. The slugs of a
+up to ``ATTEMPTS`` times; pages of batches that landed keep their outcome. The slugs of a
 group's new claims are taken together (``services/commands/slugs.py``, one atomic batch on the bucket):
 a page whose slug belongs to another claim is refused, and the slugs of drafts that never landed are
 given back at the end.
@@ -21,10 +21,12 @@ from events import Actor, new_event_id
 from events.envelope import utc_now
 from projections.base import Record
 from projections.claim_page import fold
+from services.admission import admitted_only, gate_for
+from services.commands.attempts import ATTEMPTS
 from services.commands.slugs import SlugOwners, slug_owners
-from services.ingest.importer import PAGE_IMPORTER, ImportContext, decide_import
+from services.ingest.importer import PAGE_IMPORTER, ImportContext, ImportRefused, decide_import
 from services.ingest.page_format import RegistryPage
-from services.ingest.pages import CONFLICT_RETRIES, PageOutcome, drafts, import_page, slug_refused
+from services.ingest.pages import PageOutcome, drafts, import_page, slug_refused
 from services.log import ClaimLog
 from services.log.batches import (
     MAX_BATCH_EVENTS,
@@ -97,8 +99,9 @@ def _groups(pages: list[tuple[int, RegistryPage]]) -> list[list[tuple[int, Regis
 async def _import_group(log, batches: AtomicBatches, group, actor: Actor, clock, slugs: _Slugs) -> list[tuple[int, PageOutcome]]:
     done: list[tuple[int, PageOutcome]] = []
     remaining = group
-    for _ in range(CONFLICT_RETRIES):
-        decided = await _decide(log, remaining, actor, clock)
+    for _ in range(ATTEMPTS):
+        decided, broken = await _decide(log, remaining, actor, clock)
+        done.extend(broken)
         refused = await slugs.refused(decided)
         done.extend(refused)
         decided = [item for item in decided if item[0] not in dict(refused)]
@@ -114,20 +117,28 @@ async def _import_group(log, batches: AtomicBatches, group, actor: Actor, clock,
             done.extend(_outcomes(chunk, first))
         if not remaining:
             return done
-    message = f"other writers moved its claim during all {CONFLICT_RETRIES} attempts"
+    message = f"other writers moved its claim during all {ATTEMPTS} attempts"
     return done + [(index, PageOutcome(page.path, page.claim_id, 0, error=f"{page.path}: {message}")) for index, page in remaining]
 
 
-async def _decide(log: ClaimLog, group, actor: Actor, clock) -> list[tuple[int, RegistryPage, ClaimShare | None]]:
+async def _decide(
+    log: ClaimLog, group, actor: Actor, clock
+) -> tuple[list[tuple[int, RegistryPage, ClaimShare | None]], list[tuple[int, PageOutcome]]]:
+    """Each page's events, or the page refused because its claim as the log holds it takes no such events."""
     stored = await asyncio.gather(*(log.read_claim(page.claim_id) for _, page in group))
-    out = []
+    gate = await gate_for(log, (s.signature for events_stored in stored for s in events_stored))
+    out, broken = [], []
     for (index, page), events_stored in zip(group, stored, strict=True):
-        current = fold(Record(s.seq, s.stored_at, s.event) for s in events_stored)
-        events = decide_import(page, current, ImportContext(actor=actor, now=clock(), correlation_id=new_event_id()))
+        current = fold(Record(a.seq, a.stored_at, a.event) for a in admitted_only(gate, events_stored))
+        try:
+            events = decide_import(page, current, ImportContext(actor=actor, now=clock(), correlation_id=new_event_id()))
+        except ImportRefused as error:
+            broken.append((index, PageOutcome(page.path, page.claim_id, 0, error=f"{page.path}: {error}")))
+            continue
         head_seq, head_hash = (events_stored[-1].seq, events_stored[-1].hash) if events_stored else (0, None)
         share = ClaimShare(page.claim_id, head_seq, chain(events, head_hash)) if events else None
         out.append((index, page, share if share else _Unchanged(head_seq)))
-    return out
+    return out, broken
 
 
 class _Unchanged:

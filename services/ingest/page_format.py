@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import get_args
 
+from events import Actor
 from events.claim import Confidence
 from services.ingest.page_sections import (
     DISAGREEMENTS,
     REVIEWS,
     PageDisagreement,
     PageReview,
+    parse_brought,
     parse_disagreements,
     parse_reviews,
+    render_brought,
     render_disagreement,
     render_review,
 )
@@ -61,6 +64,7 @@ class PageSource:
     breadth: str | None
     truncated: bool
     line: int
+    brought: Actor | None = None  # who the page says brought it; the registry's own pages never say
 
 
 @dataclass(frozen=True)
@@ -184,6 +188,15 @@ def _parse_source(reader: _Reader, line: int, text: str) -> PageSource:
     return PageSource(relation, measured, None, truncated, line)
 
 
+def _parse_sources(reader: _Reader) -> tuple[PageSource, ...]:
+    sources = []
+    while (found := reader.peek()) is not None and found.startswith("- "):
+        reader.index += 1
+        source = _parse_source(reader, reader.index, found)
+        sources.append(replace(source, brought=parse_brought(reader)))
+    return tuple(sources)
+
+
 def _parse_related(reader: _Reader, line: int, text: str) -> PageRelated:
     head, separator, label = text[2:].rpartition(REVIEW_SEPARATOR)
     if not separator:
@@ -222,7 +235,7 @@ def parse_page(text: str, path: str = "<text>") -> RegistryPage:
     reader.take("Observed on")
     observed_on = _without_period(reader, reader.take("<observed text>.", prefix=""), "observed-on text", 4)
     reader.take("Sources")
-    sources = tuple(_parse_source(reader, line, item) for line, item in reader.items())
+    sources = _parse_sources(reader)
     disagreements = reviews = ()
     if reader.peek() == DISAGREEMENTS:
         reader.index += 1
@@ -240,10 +253,10 @@ def parse_page(text: str, path: str = "<text>") -> RegistryPage:
                         confidence, falsifier, reviewed, disagreements, reviews)
 
 
-def _render_source(source: PageSource) -> str:
+def _render_source(source: PageSource) -> list[str]:
     word = {relation: word for word, relation in RELATION_WORDS.items()}[source.relation]
     body = source.measured + ("." if source.breadth is None else ". " + " ".join(caveats(source.breadth)))
-    return f"- {word} by: {body}{TRUNCATED if source.truncated else ''}"
+    return [f"- {word} by: {body}{TRUNCATED if source.truncated else ''}", *render_brought(source.brought)]
 
 
 def _render_notes(page: RegistryPage) -> str:
@@ -261,8 +274,9 @@ def render_page(page: RegistryPage) -> str:
     notes = _render_notes(page)
     disagreements = [line for d in page.disagreements for line in render_disagreement(d)]
     reviews = [line for r in page.reviews for line in render_review(r)]
+    sources = [line for s in page.sources for line in _render_source(s)]
     lines = [f"{page.slug} {page.claim_id}{page.statement}", f"Capability: {page.capability}", "Observed on",
-             f"{page.observed_on}.", "Sources", *map(_render_source, page.sources),
+             f"{page.observed_on}.", "Sources", *sources,
              *([DISAGREEMENTS, *disagreements] if disagreements else []), INVITATION,
              *([REVIEWS, *reviews] if reviews else []), "Related claims", *related, "Notes", *([notes] if notes else [])]
     return "\n".join(lines)

@@ -1,8 +1,10 @@
-"""The disagreements and reviews sections of a registry page's text: parsed and written back.
+"""The disagreements and reviews sections of a registry page's text, and who brought a source: parsed and
+written back.
 
 An item is a "- " line; what belongs to it follows on lines indented by two spaces ("  Evidence: ...",
 "  Answered by ...", "  Upheld by ...", "  Withdrawn by ..."), and a value's own line breaks continue on
-lines indented by four. Who wrote each part is named as the page shows a person, a service or a model:
+lines indented by four. A source may have one such line, "  Brought by <who>.", when who brought it is
+known (the registry's own pages never say). Who wrote each part is named as the page shows a person, a service or a model:
 ``alice (person)``, ``ingest-bot (service)``, ``reviewer-7 (model: <model name>)``. Pure, no I/O.
 """
 
@@ -24,11 +26,13 @@ REVIEWS = "Reviews"
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 VERDICTS: tuple[str, ...] = get_args(Verdict)
 CONTINUED = "    "
+BROUGHT = "  Brought by"
 
 _ACTOR = r"(?P<{0}>[A-Za-z0-9][A-Za-z0-9._@+-]{{0,127}}) \((?:(?P<{0}_kind>person|service)|model: (?P<{0}_model>.+?))\)"
 _TEXT = r"(?:: (?P<text>.*)|\.)"
 _FILED = re.compile(rf"- Filed by {_ACTOR.format('who')}(?: about source (?P<source>[0-9]+))?{_TEXT}", re.S)
 _PART = re.compile(rf"  (?P<what>Answered|Upheld|Rejected|Withdrawn) by {_ACTOR.format('who')}{_TEXT}", re.S)
+_BROUGHT = re.compile(rf"{BROUGHT} {_ACTOR.format('who')}\.")
 _REVIEW = re.compile(
     rf"- (?P<verdict>{'|'.join(v.capitalize() for v in VERDICTS)}), confidence (?P<confidence>[a-z]+), "
     rf"of revision (?P<revision>[0-9]+), by {_ACTOR.format('who')}{_TEXT}", re.S)
@@ -105,6 +109,27 @@ def render_review(review: PageReview) -> list[str]:
     return lines
 
 
+def render_brought(brought: Actor | None) -> list[str]:
+    """The line under a source naming who brought it; none when that is not known."""
+    return [] if brought is None else [_said(BROUGHT, PagePart(brought, None))]
+
+
+def parse_brought(reader: Reader) -> Actor | None:
+    """Who brought the source just read, from the "  Brought by <who>." line at the cursor, if there is one."""
+    found = reader.peek()
+    if found is None or not found.startswith("  "):
+        return None
+    line, reader.index = reader.index + 1, reader.index + 1
+    said = _BROUGHT.fullmatch(found)
+    if not said:
+        shape = f"{BROUGHT.strip()} <who> (person|service|model: <name>)."
+        raise reader.fail(f'expected who brought the source above, "  {shape}", found "{found[:60]}"', line)
+    brought = _writer(reader, said, line, "who brought it")
+    if (extra := reader.peek()) is not None and extra.startswith("  "):
+        raise reader.fail(f'expected one "{BROUGHT.strip()} <who>." line under a source, found another: "{extra[:60]}"')
+    return brought
+
+
 def _item(reader: Reader) -> list[tuple[int, str]]:
     """The "- " line at the cursor and its "  " lines, each with its continuation lines joined in."""
     taken: list[tuple[int, str]] = []
@@ -117,12 +142,12 @@ def _item(reader: Reader) -> list[tuple[int, str]]:
     return taken
 
 
-def _writer(reader: Reader, found: re.Match, line: int) -> Actor:
+def _writer(reader: Reader, found: re.Match, line: int, who: str = "who wrote it") -> Actor:
     kind = found["who_kind"] or "model"
     try:
         return Actor(id=found["who"], kind=kind, model=found["who_model"])
     except ValidationError as error:
-        raise reader.fail(f"who wrote it: {error.errors()[0]['msg']}", line) from None
+        raise reader.fail(f"{who}: {error.errors()[0]['msg']}", line) from None
 
 
 def parse_disagreements(reader: Reader, sources: int) -> tuple[PageDisagreement, ...]:

@@ -13,13 +13,14 @@ from events import Actor, new_event_id
 from events.envelope import utc_now
 from projections.base import Record
 from projections.claim_page import fold
+from services.admission import admitted_only, gate_for
+from services.commands.attempts import ATTEMPTS, until_stored
 from services.commands.slugs import slug_owners
-from services.ingest.importer import PAGE_IMPORTER, ImportContext, decide_import
+from services.ingest.importer import PAGE_IMPORTER, ImportContext, ImportRefused, decide_import
 from services.ingest.page_format import PageFormatError, RegistryPage, parse_page
 from services.log import ClaimLog, ConflictError
 
 SAMPLES = Path(__file__).parent / "samples"
-CONFLICT_RETRIES = 5
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ def check_fields(page: RegistryPage, text: str) -> RegistryPage:
     for part, line in parts:
         try:
             decide_import(part, None, ctx)
+        except ImportRefused as error:  # a review by whom the page says drafted it, say
+            raise PageFormatError(page.path, line or 1, str(error)) from None
         except ValidationError as error:
             problem = error.errors()[0]
             field = str(problem["loc"][0]) if problem["loc"] else "page"
@@ -76,28 +79,35 @@ async def import_page(
 ) -> PageOutcome:
     """Append what the log lacks of one page, retrying when another writer moved the claim meanwhile.
     A page that drafts its claim takes its slug first, and gives it back when its draft is not stored."""
-    slugs, took = slug_owners(log), False
-    try:
-        for _ in range(CONFLICT_RETRIES):
-            stored = await log.read_claim(page.claim_id)
-            current = fold(Record(s.seq, s.stored_at, s.event) for s in stored)
-            ctx = ImportContext(actor=actor, now=clock(), correlation_id=new_event_id())
+    slugs, took, head_seq = slug_owners(log), False, 0
+
+    async def attempt() -> PageOutcome:
+        nonlocal took, head_seq
+        stored = await log.read_claim(page.claim_id)  # each attempt reads the claim anew
+        gate = await gate_for(log, (s.signature for s in stored))
+        current = fold(Record(a.seq, a.stored_at, a.event) for a in admitted_only(gate, stored))  # what readers show
+        ctx = ImportContext(actor=actor, now=clock(), correlation_id=new_event_id())
+        try:
             events = decide_import(page, current, ctx)
-            if not events:
-                return PageOutcome(page.path, page.claim_id, 0, stored[-1].seq if stored else None)
-            if drafts(events):
-                owner, taken = await slugs.take(page.slug, page.claim_id)
-                took = took or taken
-                if owner != page.claim_id:
-                    return slug_refused(page, owner)
-            head_seq, head_hash = (stored[-1].seq, stored[-1].hash) if stored else (0, None)
-            try:
-                appended = await log.append(page.claim_id, events, expected_seq=head_seq, prev_hash=head_hash)
-            except ConflictError:
-                continue
-            took = False  # stored: the slug stays the claim's
-            return PageOutcome(page.path, page.claim_id, 0 if appended.duplicate else len(events), appended.last_seq)
-        raise ConflictError(page.claim_id, head_seq, f"other writers moved it during all {CONFLICT_RETRIES} attempts")
+        except ImportRefused as error:  # the claim as the log holds it takes no such events (retracted, say)
+            return PageOutcome(page.path, page.claim_id, 0, error=f"{page.path}: {error}")
+        if not events:
+            return PageOutcome(page.path, page.claim_id, 0, stored[-1].seq if stored else None)
+        if drafts(events):
+            owner, taken = await slugs.take(page.slug, page.claim_id)
+            took = took or taken
+            if owner != page.claim_id:
+                return slug_refused(page, owner)
+        head_seq, head_hash = (stored[-1].seq, stored[-1].hash) if stored else (0, None)
+        appended = await log.append(page.claim_id, events, expected_seq=head_seq, prev_hash=head_hash)  # ConflictError: again
+        took = False  # stored: the slug stays the claim's
+        return PageOutcome(page.path, page.claim_id, 0 if appended.duplicate else len(events), appended.last_seq)
+
+    def moved(attempts: int) -> ConflictError:
+        return ConflictError(page.claim_id, head_seq, f"other writers moved it during all {attempts} attempts")
+
+    try:
+        return await until_stored(page.claim_id, attempt, attempts=ATTEMPTS, exhausted=moved)
     finally:
         if took:  # not stored, or an append failed: given back unless the log holds the draft
             await slugs.give_back_unless_drafted(page.slug, page.claim_id)

@@ -11,10 +11,9 @@ from nats.aio.client import NATS_HDR_LINE_SIZE, Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
+from events.log_entry import RESTORED_TIME  # noqa: F401 - the header the log sets on import, named once where the entries name it
+
 log = logging.getLogger(__name__)
-# Set only by ``claimlog import`` (services/log/restore.py): the store time the event had in the
-# exported log. It stands for the server's time, so a restored log folds into the same read models.
-RESTORED_TIME = "Claimlog-Stored-At"
 _STATUS_MARK = b" "  # "NATS/1.0 100 ..." : a status line from the server (heartbeat, flow control, 404)
 
 # A plain subscription's handler: (subject, reply, data, headers), headers a RawHeaders or nats-py's dict.

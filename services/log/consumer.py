@@ -18,12 +18,12 @@ from typing import NamedTuple
 
 from nats.aio.client import Client
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, ReplayPolicy
-from nats.js.errors import NotFoundError
+from nats.js.errors import APIError, NotFoundError
 
 from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.connection import RESTORED_TIME, RawHeaders, subscribe_plain
 from services.log.errors import LogError
-from services.log.reader import time_stored
+from services.log.reader import read_store_time, store_time_from_ns, time_stored
 
 log = logging.getLogger(__name__)
 HEARTBEAT = 2.0
@@ -33,6 +33,17 @@ PREFETCH_BATCHES = 2
 # before it could delete it. Nothing is lost with it: each consumer starts again from its reader's own
 # checkpoint (``start``), and one in use pulls every EXPIRES seconds.
 FORGET_IDLE_SECONDS = 600.0
+# How long a start waits for the server to confirm it deleted the consumer's previous copy. A copy whose
+# server is gone is deleted from the cluster's records at once, but the confirmation comes from that
+# server and never arrives (measured: a ten-second timeout after the deletion took effect).
+FORGET_TIMEOUT = 1.0
+# How long a start waits for the consumer to be made. A one-copy consumer is made in milliseconds; a
+# request sent while the cluster has no meta leader (its leader just died) is never answered, and the
+# reader's retry sends it again: a short wait lets the first retry after the election succeed.
+CREATE_TIMEOUT = 2.0
+# What the server answers when a consumer of that name is still there with another start: 10012 "start
+# sequence can not be updated", 10148 "consumer already exists".
+STILL_THERE = frozenset({10012, 10148})
 Frame = tuple[str, str, bytes, "RawHeaders | dict[str, str]"]  # subject, reply (the ack subject), data, headers
 
 
@@ -54,6 +65,11 @@ class Delivery(NamedTuple):
     def stored_at(self) -> datetime:
         """When the event entered the log (computed on demand: not every reader needs it)."""
         return time_stored(*self.stamp())
+
+    def store_time(self) -> tuple[datetime, str | None]:
+        """Its store time, and why its ``Claimlog-Stored-At`` cannot be it (``read_store_time``: never raises)."""
+        restored = self.headers.get(RESTORED_TIME) if self.headers else None
+        return read_store_time(store_time_from_ns(self.stored_ns), restored)
 
     def stamp(self) -> tuple[int, str | None]:
         """The server's store time in Unix nanoseconds, and an imported event's restored store time
@@ -140,15 +156,26 @@ class DurableConsumer(_Batches):
 
     async def start(self, after_seq: int) -> None:
         """(Re)create the durable consumer so it delivers every event after ``after_seq``."""
-        jsm = self._nc.jetstream()
-        with contextlib.suppress(NotFoundError):
-            await jsm.delete_consumer(self._stream, self._name)
-        await jsm.add_consumer(self._stream, self._config(after_seq))
+        await self._forget()
+        try:
+            await self._nc.jetstream(timeout=CREATE_TIMEOUT).add_consumer(self._stream, self._config(after_seq))
+        except APIError as error:
+            if error.err_code not in STILL_THERE:
+                raise
+            # The previous copy outlived its deletion (the cluster had no meta leader to carry it out):
+            # it is deleted now, and made anew from the checkpoint.
+            await self._forget()
+            await self._nc.jetstream(timeout=CREATE_TIMEOUT).add_consumer(self._stream, self._config(after_seq))
         # Each message as it is parsed, its headers unparsed: a stored event's own are never read.
         self._sub = await subscribe_plain(self._nc, self._nc.new_inbox(), self._on_frame)
         self._owed = 0
         self._delivered = 0
         self._heard_at = asyncio.get_running_loop().time()
+
+    async def _forget(self) -> None:
+        """Delete the consumer's previous copy, if any; an unconfirmed deletion is not waited for."""
+        with contextlib.suppress(NotFoundError, TimeoutError):
+            await self._nc.jetstream(timeout=FORGET_TIMEOUT).delete_consumer(self._stream, self._name)
 
     def _config(self, after_seq: int) -> ConsumerConfig:
         start = {"deliver_policy": DeliverPolicy.ALL}
@@ -162,6 +189,14 @@ class DurableConsumer(_Batches):
             max_ack_pending=self._max_batch * (PREFETCH_BATCHES + 2),
             replay_policy=ReplayPolicy.INSTANT,
             inactive_threshold=FORGET_IDLE_SECONDS,
+            # One copy, in memory: the consumer holds nothing the reader cannot rebuild (each start
+            # positions it from the reader's checkpoint), so it needs no replicas of its own. Sixteen
+            # replicated consumers took 1.6 s to create on three nodes, one-copy ones 0.1 s; after a
+            # node died, replicated creations outlasted the request timeout again and again and a
+            # worker folded nothing for minutes. A one-copy consumer whose server dies answers 503 to
+            # the next pull, and the reader starts again (``_take``) with a copy on a live server.
+            num_replicas=1,
+            mem_storage=True,
             **start,
         )
 
@@ -224,6 +259,11 @@ class DurableConsumer(_Batches):
             return
         if status == "409" and "Deleted" in str(headers.get("Description", "")):
             raise LogError(f"consumer {self._name} was deleted on the server")
+        if status == "503":
+            # No server answers for the consumer: the one holding it is gone (or restarted, and it was
+            # in memory). Pulling again would be answered the same: start again from the checkpoint.
+            self._owed = 0
+            raise LogError(f"consumer {self._name} is on no live server (503): start again from the checkpoint")
         log.info("pull request ended: %s %s", status, headers.get("Description"))
         self._owed = 0
 

@@ -1,5 +1,5 @@
 """The projector's leases bucket as JetStream keeps it: made when missing, its lease time set again when
-it changed. The start-up makes it as admin (``services/runtime/compose.py``); the leases themselves,
+it changed. The start-up makes it as admin (``services/runtime/from_settings.py``); the leases themselves,
 and how workers divide the partitions, are the projector's (``services/projector/leases.py``)."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from nats.js import JetStreamContext
-from nats.js.api import KeyValueConfig, StorageType
-from nats.js.errors import BucketNotFoundError, NotFoundError
+from nats.js.errors import NotFoundError
 from nats.js.kv import KeyValue
 
+from services.log.buckets import find_named, open_named
 from services.log.names import LEASES, bucket_stream
 
 BUCKET = LEASES
@@ -20,14 +20,9 @@ async def ensure_bucket(js: JetStreamContext, *, ttl: float, replicas: int = 1, 
     """The leases bucket, made when missing; entries live ``ttl`` seconds (CLAIMLOG_LEASE_SECONDS), set
     again when the bucket was made with another lease time (``claimlog up`` and the deploy's stream
     service do this as admin; a projector may read and write the bucket, not make or change it)."""
-    try:
-        kv = await js.key_value(bucket)
-    except (BucketNotFoundError, NotFoundError):
-        config = KeyValueConfig(
-            bucket=bucket, history=1, ttl=ttl, storage=StorageType.FILE, replicas=replicas,
-            description="claimlog projector workers and the partitions each folds",
-        )
-        return await js.create_key_value(config)
+    kv = await find_named(js, bucket)
+    if kv is None:
+        return await open_named(js, LEASES, bucket, replicas=replicas, ttl=ttl)
     info = await js.stream_info(bucket_stream(bucket))
     if info.config.max_age != ttl:
         window = min(info.config.duplicate_window or ttl, ttl)  # the server refuses a window longer than the entries live

@@ -3,7 +3,7 @@ registry, the streams and subjects they are kept under, and the subject of the p
 
 The log's subjects (``claims.<p>.<claim_id>.<EventType>``) are the published contract and live in
 ``events/subjects.py``. Everything else is named here, once, so the roles' permissions
-(``services/runtime/nats_roles.py``), the start-up that makes the buckets (``services/runtime/compose.py``),
+(``services/runtime/nats_roles.py``), the start-up that makes the buckets (``services/runtime/from_settings.py``),
 backups and health read the same names as the code that uses them. A registry on another stream than
 the default gets buckets of its own (``<bucket>_<stream>``): registries sharing a server never meet.
 """
@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from events.subjects import DEFAULT_STREAM
 
-ACTORS = "claimlog_actors"  # actors and the hashes of their bearer tokens (services/actors.py)
-KEYS = "claimlog_keys"  # the signing keys (services/keys.py)
+ACTORS = "claimlog_actors"  # actors and the hashes of their bearer tokens (services/identity/actors.py)
+KEYS = "claimlog_keys"  # the signing keys (services/identity/keys.py)
 SLUGS = "claimlog_slugs"  # the claim each slug belongs to (services/commands/slugs.py)
-RATES = "claimlog_rates"  # each actor's writes left (services/commands/rate_limit.py)
+RATES = "claimlog_rates"  # each actor's writes left (services/identity/rate_limit.py)
 LEASES = "claimlog-leases"  # projector workers and their partitions (services/projector/leases.py)
+TLOG = "claimlog_tlog"  # the transparency log's tree record, signed checkpoint, lease and status (services/tlog/)
+TILES = "claimlog_tiles"  # the transparency log's hash tiles and entry bundles (an object store, services/tlog/)
 KV_PREFIX = "KV_"  # a key-value bucket's stream is its name after this prefix
+OBJ_PREFIX = "OBJ_"  # an object store's stream is its name after this prefix
 
 
 def bucket_name(kind: str, stream: str = DEFAULT_STREAM) -> str:
@@ -38,6 +41,21 @@ def keys_bucket(stream: str = DEFAULT_STREAM) -> str:
 def leases_bucket(stream: str = DEFAULT_STREAM) -> str:
     """The leases bucket of the registry on ``stream``: workers of registries sharing a server never meet."""
     return bucket_name(LEASES, stream)
+
+
+def tlog_bucket(stream: str = DEFAULT_STREAM) -> str:
+    """The key-value bucket of the transparency log over ``stream``: its tree, checkpoint, lease and status."""
+    return bucket_name(TLOG, stream)
+
+
+def tiles_bucket(stream: str = DEFAULT_STREAM) -> str:
+    """The object store of the transparency log over ``stream``: its tiles and entry bundles."""
+    return bucket_name(TILES, stream)
+
+
+def object_stream(bucket: str) -> str:
+    """The stream an object store keeps its objects in."""
+    return f"{OBJ_PREFIX}{bucket}"
 
 
 def bucket_stream(bucket: str) -> str:

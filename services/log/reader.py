@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -55,6 +56,10 @@ class StoredEvent:
     data: bytes = field(repr=False)
     msg_id: str | None = None
     signature: dict[str, str] | None = field(default=None, repr=False)  # its signature headers (services/log/signing.py)
+    # Why its ``Claimlog-Stored-At`` cannot be its store time (unreadable, or later than the server stored
+    # it); ``stored_at`` is then the server's time. The gate (services/admission/) refuses such an event.
+    time_problem: str | None = None
+    restored: str | None = field(default=None, repr=False)  # its Claimlog-Stored-At header as stored, if any
 
     @_computed_once
     def event(self) -> Event:
@@ -75,27 +80,56 @@ class ClaimHead:
     hash: str | None
 
 
+_STAMP = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]{1,9}))?(Z|[+-][0-9]{2}:[0-9]{2})?")
+
+
 def parse_store_time(text: str) -> datetime:
-    """A JetStream RFC 3339 timestamp (nanoseconds) as an aware datetime, truncated to microseconds."""
+    """An RFC 3339 timestamp (nanoseconds) as an aware UTC datetime, truncated to microseconds; an offset
+    is kept (converted to UTC), a time without one is UTC. ``ValueError`` says why a text is not one."""
     if text[-1:] == "Z":
         # What JetStream sends (UTC, "Z"): Python 3.11's parser reads it as UTC and truncates the digits
         # after the microseconds, the same value as below at a fraction of the cost (a read of 1,000
         # events parses 1,000 of these).
         try:
-            return _from_iso(text)
+            moment = _from_iso(text)
         except ValueError:
             pass
-    stamp = text.rstrip("Z")
-    if "." in stamp:
-        whole, fraction = stamp.split(".", 1)
-        stamp = f"{whole}.{fraction[:6].ljust(6, '0')}"
-    return datetime.fromisoformat(stamp).replace(tzinfo=UTC)
+        else:
+            if moment.tzinfo is UTC and len(text) > 19 and text[10] == "T":
+                return moment
+    found = _STAMP.fullmatch(text)
+    if found is None:
+        raise ValueError(f"{text[:60]!r} is not an RFC 3339 time (for example 2026-12-07T10:00:00.123456Z)")
+    whole, fraction, zone = found.groups()
+    moment = datetime.fromisoformat(f"{whole}.{(fraction or '')[:6].ljust(6, '0')}")
+    if zone is None or zone == "Z":
+        return moment.replace(tzinfo=UTC)
+    try:
+        return datetime.fromisoformat(f"{whole}{zone}").replace(microsecond=moment.microsecond).astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{text[:60]!r} is outside the times a reader can hold once in UTC") from None
+
+
+def read_store_time(server: datetime, restored: str | None) -> tuple[datetime, str | None]:
+    """An event's store time, and why its restored store time (``Claimlog-Stored-At``, which an import
+    sets) cannot be it. Never raises: any publisher can set the header, so a bad one is a reason to refuse
+    the event (services/admission/), never a reader's crash; the time is then the server's."""
+    if restored is None:
+        return server, None
+    try:
+        moment = parse_store_time(restored)
+    except ValueError as error:
+        return server, f"its Claimlog-Stored-At cannot be read: {error}"
+    if moment > server:
+        # An import restores a time the log already gave the event, so it is never later than this copy's.
+        return server, f"its Claimlog-Stored-At {moment.isoformat()} is later than the server stored it ({server.isoformat()})"
+    return moment, None
 
 
 def time_stored(server_ns: int, restored: str | None) -> datetime:
     """When the event entered the log: its restored store time (the header an import sets), if it was
-    imported, else the server's, given in Unix nanoseconds."""
-    return parse_store_time(restored) if restored else store_time_from_ns(server_ns)
+    imported and the time is one (``read_store_time``), else the server's, given in Unix nanoseconds."""
+    return store_time_from_ns(server_ns) if restored is None else read_store_time(store_time_from_ns(server_ns), restored)[0]
 
 
 def store_time_from_ns(nanoseconds: int) -> datetime:
@@ -252,14 +286,18 @@ class ClaimReader:
         status = headers.get("Status")
         if not status:
             restored = headers.get(RESTORED_TIME)  # as in time_stored: an imported event's store time wins
+            server = _server_time(headers.get("Nats-Time-Stamp"))
+            stored_at, problem = (server, None) if restored is None else read_store_time(server, restored)
             page.append(
                 StoredEvent(
                     int(headers["Nats-Sequence"]),
                     headers["Nats-Subject"],
-                    parse_store_time(restored or headers["Nats-Time-Stamp"]),
+                    stored_at,
                     data,
                     headers.get("Nats-Msg-Id"),
                     signature_headers(headers),
+                    problem,
+                    restored,
                 )
             )
         elif status == "404":
@@ -270,6 +308,14 @@ class ClaimReader:
             done.set_exception(LogError(f"reading from {self._stream} failed: no stream {self._stream} on this NATS server (503)"))
         else:
             done.set_exception(LogError(f"reading from {self._stream} failed: {status} {headers.get('Description') or ''}".rstrip()))
+
+
+def _server_time(text: str | None) -> datetime:
+    """The server's own store time of a direct get's reply (it always sends one; the epoch if it did not)."""
+    try:
+        return parse_store_time(text) if text else EPOCH
+    except ValueError:
+        return EPOCH
 
 
 def _batch(start: int, last: int | None) -> int:

@@ -77,18 +77,19 @@ async def connect(
     name: str = "claimlog",
     user: str | None = None,
     password: str | None = None,
-    first_connect_seconds: float = FIRST_CONNECT_SECONDS,
+    first_connect_seconds: float | None = FIRST_CONNECT_SECONDS,
     tls: NatsTls | None = None,
 ) -> Client:
     """A NATS connection to one server or a cluster. The first connection is given ``first_connect_seconds``
-    (a server down, a wrong URL or wrong credentials then end in a ``LogError`` saying which); once
-    connected, it reconnects for as long as the process lives. With ``tls`` the connection is encrypted
+    (a server down, a wrong URL or wrong credentials then end in a ``LogError`` saying which); with ``None``
+    it waits until a server answers, each reason it does not logged once in a while (a service's start).
+    Once connected, it reconnects for as long as the process lives. With ``tls`` the connection is encrypted
     and the server's certificate checked (a server that requires TLS refuses a client without it)."""
     servers = server_list(url)
     if user is None and password is None:
         servers, user, password = split_credentials(url)
     nc = FastHeadersClient()
-    errors = ErrorLog(url, quiet=True)
+    errors = ErrorLog(url, quiet=first_connect_seconds is not None)
     options = dict(
         name=name,
         user=user,
@@ -96,13 +97,21 @@ async def connect(
         inbox_prefix=inbox_prefix(user),
         max_reconnect_attempts=-1,
         reconnect_time_wait=0.25,
-        connect_timeout=min(5.0, first_connect_seconds),
+        connect_timeout=5.0 if first_connect_seconds is None else min(5.0, first_connect_seconds),
         pending_size=64 * 1024 * 1024,
         allow_reconnect=True,
         error_cb=errors.report,
     )
     if tls is not None:
         options["tls"] = tls.context()
+    if first_connect_seconds is None:
+        try:
+            await nc.connect(servers, **options)
+        except asyncio.CancelledError:  # stopped while waiting: nothing left retrying
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(nc.close(), 1.0)
+            raise
+        return nc
     try:
         await asyncio.wait_for(nc.connect(servers, **options), first_connect_seconds)
     except TimeoutError:

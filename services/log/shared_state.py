@@ -9,7 +9,8 @@ read models' database is rebuilt into generations and may be a SQLite file per h
 server is the one thing every writer already shares.
 
 The admin creates the buckets at start-up (``claimlog up``, the deployment's ``stream`` job); a
-process that may create them (no roles, as in tests and the embedded default) makes a missing one.
+process that may create them (no roles, as in tests and the embedded default) makes a missing one
+(``services/log/buckets.py``, where every bucket is opened).
 """
 
 from __future__ import annotations
@@ -17,39 +18,11 @@ from __future__ import annotations
 import asyncio
 
 from nats.aio.client import Client
-from nats.js.api import KeyValueConfig, StorageType
-from nats.js.errors import BucketNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 
 from events.subjects import DEFAULT_STREAM
-from services.log.names import RATES, SLUGS, bucket_name, bucket_stream
-from services.log.replication import placed
-
-DESCRIPTIONS = {SLUGS: "the claim each slug belongs to", RATES: "each actor's writes left (the shared rate limit)"}
-
-
-async def open_bucket(nc: Client, kind: str, *, stream: str = DEFAULT_STREAM, replicas: int = 1) -> KeyValue:
-    """The bucket, made with ``replicas`` copies when missing."""
-    js, name = nc.jetstream(), bucket_name(kind, stream)
-    try:
-        return await js.key_value(name)
-    except (BucketNotFoundError, NotFoundError):
-        config = KeyValueConfig(bucket=name, history=1, storage=StorageType.FILE, replicas=replicas, direct=True,
-                                description=f"claimlog: {DESCRIPTIONS[kind]}")
-        kv = await placed(lambda: js.create_key_value(config), what=f"bucket {name}", wanted=replicas)
-        if kind == SLUGS:
-            await allow_batches(nc, name)
-        return kv
-
-
-async def allow_batches(nc: Client, bucket: str) -> None:
-    """Let the bucket take atomic batches: a bulk ingest takes a thousand slugs with one synced acknowledgement
-    (``services/commands/slugs.py``). Changing a bucket's stream is the admin's (or a process without roles)."""
-    js = nc.jetstream()
-    info = await js.stream_info(bucket_stream(bucket))
-    if not info.config.allow_atomic:
-        info.config.allow_atomic = True
-        await js.update_stream(info.config)
+from services.log.buckets import open_bucket
+from services.log.names import bucket_name
 
 
 class LazyBucket:
@@ -69,5 +42,5 @@ class LazyBucket:
         if self._kv is None:
             async with self._lock:
                 if self._kv is None:
-                    self._kv = await open_bucket(self._nc, self._kind, stream=self._stream, replicas=self._replicas)
+                    self._kv = await open_bucket(self._nc.jetstream(), self._kind, stream=self._stream, replicas=self._replicas)
         return self._kv

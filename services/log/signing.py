@@ -31,12 +31,15 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-SIGNER = "Claimlog-Signer"
-SIGNATURE = "Claimlog-Signature"
-PROOF = "Claimlog-Proof"
+from events.log_entry import (  # the headers' names, named where the log's entries name them
+    PROOF,
+    SIGNATURE,
+    SIGNER,
+)
+from tlog.hashes import leaf_hash, node_hash  # RFC 6962's hashes: a signed set is such a tree
+
 VERSION = "v1"
 _CONTEXT = b"claimlog/v1\x00"
-_LEAF, _NODE = b"\x00", b"\x01"
 MAX_SIGNED = 100_000  # the largest set one signature may cover: a proof never holds more than 17 hashes
 
 
@@ -66,19 +69,11 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def _leaf(event_hash: bytes) -> bytes:
-    return hashlib.sha256(_LEAF + event_hash).digest()
-
-
-def _node(left: bytes, right: bytes) -> bytes:
-    return hashlib.sha256(_NODE + left + right).digest()
-
-
 def merkle(hashes: Sequence[bytes]) -> tuple[bytes, list[list[bytes]]]:
     """The root over events' SHA-256 hashes, and each event's path to it (sibling hashes from the leaf up).
 
     A level of odd length carries its last node up unchanged (it has no sibling at that level)."""
-    level = [_leaf(h) for h in hashes]
+    level = [leaf_hash(h) for h in hashes]
     paths: list[list[bytes]] = [[] for _ in hashes]
     positions = list(range(len(hashes)))
     while len(level) > 1:
@@ -87,7 +82,7 @@ def merkle(hashes: Sequence[bytes]) -> tuple[bytes, list[list[bytes]]]:
             if sibling < len(level):
                 paths[event].append(level[sibling])
             positions[event] = position // 2
-        level = [_node(level[i], level[i + 1]) if i + 1 < len(level) else level[i] for i in range(0, len(level), 2)]
+        level = [node_hash(level[i], level[i + 1]) if i + 1 < len(level) else level[i] for i in range(0, len(level), 2)]
     return level[0], paths
 
 
@@ -95,13 +90,13 @@ def root_from(event_hash: bytes, index: int, count: int, path: Sequence[bytes]) 
     """The root an event's path leads to; ``ValueError`` when the path is not one of a set of ``count``."""
     if not 0 <= index < count <= MAX_SIGNED:
         raise ValueError(f"position {index} of {count} is not in a signed set")
-    node, position, size, siblings = _leaf(event_hash), index, count, iter(path)
+    node, position, size, siblings = leaf_hash(event_hash), index, count, iter(path)
     while size > 1:
         if position ^ 1 < size:
             sibling = next(siblings, None)
             if sibling is None:
                 raise ValueError("the proof is shorter than its set needs")
-            node = _node(node, sibling) if position % 2 == 0 else _node(sibling, node)
+            node = node_hash(node, sibling) if position % 2 == 0 else node_hash(sibling, node)
         position, size = position // 2, (size + 1) // 2
     if next(siblings, None) is not None:
         raise ValueError("the proof is longer than its set needs")
@@ -163,8 +158,9 @@ def sign_messages(signer: Signer | None, messages: list[tuple[str, bytes, dict[s
 @dataclass(frozen=True)
 class SigningKey:
     """A public key of the registry: whose it is, whether it signs for the actors the API authenticates
-    (a delegate: the API's key), and when it was added and retired (it verifies only events stored
-    while it was current)."""
+    (a delegate: the API's key), and when it was added and retired. It verifies only events stored while
+    it was current: up to the log sequence it was retired after (``retired_after``, which no publisher
+    sets); a key retired before registries kept that sequence, up to its retirement time."""
 
     key_id: str
     actor_id: str
@@ -172,6 +168,7 @@ class SigningKey:
     delegate: bool
     added_at: datetime
     retired_at: datetime | None = None
+    retired_after: int | None = None
 
 
 class Signed:
@@ -182,9 +179,9 @@ class Signed:
         self.keys = dict(keys)
         self._checked: dict[tuple[str, str], bytes] = {}  # (key id, signature) -> the root it signs
 
-    def signer_of(self, headers: Mapping[str, str] | None, data: bytes, stored_at: datetime) -> SigningKey | None:
-        """The key that signed the event, None when it carries no signature; ``ValueError`` saying why
-        when the signature does not verify (or its key is unknown, or retired before the event was stored)."""
+    def signer_of(self, headers: Mapping[str, str] | None, data: bytes, stored_at: datetime, seq: int | None = None) -> SigningKey | None:
+        """The key that signed the event (stored at ``seq``), None when it carries no signature; ``ValueError``
+        saying why when the signature does not verify (or its key is unknown, or retired before the event was stored)."""
         signer = headers.get(SIGNER) if headers else None
         signature = headers.get(SIGNATURE) if headers else None
         proof = headers.get(PROOF) if headers else None
@@ -195,7 +192,10 @@ class Signed:
         key = self.keys.get(signer)
         if key is None:
             raise ValueError(f"signed with key {signer}, which the key registry does not hold")
-        if key.retired_at is not None and stored_at > key.retired_at:
+        if key.retired_after is not None and seq is not None:
+            if seq > key.retired_after:
+                raise ValueError(f"signed with key {signer} of {key.actor_id}, retired after sequence {key.retired_after}, before this one")
+        elif key.retired_at is not None and stored_at > key.retired_at:
             raise ValueError(f"signed with key {signer} of {key.actor_id}, retired at {key.retired_at.isoformat()} before the event was stored")
         root = _root_of(hashlib.sha256(data).digest(), proof)
         if self._checked.get((signer, signature)) == root:
@@ -257,7 +257,7 @@ class Attribution:
     def check(self, seq: int, headers: Mapping[str, str] | None, data: bytes, stored_at: datetime, actor_id: str) -> SigningKey | None:
         """The key that vouches for the event; None for an unsigned event allowed where it is stored.
         ``Unsigned`` or ``ValueError`` says why it is not attributable."""
-        key = self._signed.signer_of(headers, data, stored_at)
+        key = self._signed.signer_of(headers, data, stored_at, seq)
         if key is None:
             if self.required_after is not None and seq > self.required_after:
                 raise Unsigned(f"unsigned, and every event after sequence {self.required_after} must be signed")
@@ -269,3 +269,21 @@ class Attribution:
         if actor_id in self._direct:
             raise ValueError(f"signed by delegate {key.actor_id} for {actor_id}, a direct producer that signs for itself")
         return key
+
+
+_DOCUMENT_CONTEXT = b"claimlog/document/v1\x00"  # apart from events' context: a signed document is never an event
+
+
+def sign_document(signer: Signer, data: bytes) -> dict[str, str]:
+    """A signature over a whole document (a backup's manifest): the key's id and the signature."""
+    return {"key_id": signer.key_id, "signature": f"{VERSION}.{_b64(signer.private_key.sign(_DOCUMENT_CONTEXT + data))}"}
+
+
+def document_signed_by(public_key: Ed25519PublicKey, data: bytes, signature: str) -> bool:
+    """Whether ``signature`` (as ``sign_document`` writes it) is ``public_key``'s over ``data``."""
+    version, _, encoded = signature.partition(".")
+    try:
+        public_key.verify(_unb64(encoded), _DOCUMENT_CONTEXT + data)
+    except (InvalidSignature, ValueError):
+        return False
+    return version == VERSION

@@ -12,6 +12,7 @@ from nats.js import JetStreamContext
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig, StreamInfo, SubjectTransform
 from nats.js.errors import NotFoundError
 
+from events.log_entry import MAX_MESSAGE_BYTES
 from events.subjects import DEFAULT_LAYOUT, LogLayout, read_transform
 from services.log.durability import warn_if_not_durable
 from services.log.errors import LogConfigError
@@ -45,6 +46,7 @@ class StreamSpec:
             num_replicas=self.replicas,
             max_msgs=-1,
             max_bytes=-1,
+            max_msg_size=MAX_MESSAGE_BYTES,  # every message fits one transparency-log entry (events/log_entry.py)
             max_age=0,
             max_msgs_per_subject=-1,
             duplicate_window=self.duplicate_window,
@@ -156,9 +158,15 @@ def alteration_risks(config: StreamConfig, layout: LogLayout = DEFAULT_LAYOUT) -
 
 async def _enable_what_appends_need(nc: Client, info: StreamInfo, spec: StreamSpec) -> StreamInfo:
     config = info.config
-    if config.allow_atomic and config.allow_direct and config.duplicate_window >= spec.duplicate_window:
+    bounded = config.max_msg_size is not None and 0 < config.max_msg_size <= MAX_MESSAGE_BYTES
+    if config.allow_atomic and config.allow_direct and config.duplicate_window >= spec.duplicate_window and bounded:
         return info
-    log.warning("enabling atomic batches, direct reads and a %ss duplicate window on %s", spec.duplicate_window, spec.name)
+    log.warning(
+        "enabling atomic batches, direct reads, a %ss duplicate window and messages of at most %d bytes on %s",
+        spec.duplicate_window, MAX_MESSAGE_BYTES, spec.name,
+    )
+    if not bounded:
+        config.max_msg_size = MAX_MESSAGE_BYTES
     config.allow_atomic = True
     config.allow_direct = True
     config.duplicate_window = max(config.duplicate_window, spec.duplicate_window)

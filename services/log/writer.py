@@ -77,7 +77,7 @@ async def append(
     for subject, data, headers in messages[:-1]:
         await nc.publish(subject, data, headers=headers)
     subject, data, headers = messages[-1]
-    ack = await _request(nc, stream, subject, data, headers, timeout)
+    ack = await request_ack(nc, stream, subject, data, headers, timeout)
     try:
         return interpret_ack(ack, claim_id, expected_seq, count=len(linked), last_hash=event_hash(data))
     except (ConflictError, AlreadyStored) as refusal:
@@ -147,16 +147,13 @@ def batch_headers(
     ]
 
 
-async def _request(nc: Client, stream: str, subject: str, data: bytes, headers: dict[str, str], timeout: float) -> dict:
+async def request_ack(nc: Client, stream: str, subject: str, data: bytes, headers: dict[str, str], timeout: float) -> dict:
     try:
         reply = await nc.request(subject, data, headers=headers, timeout=timeout)
     except NoRespondersError:
         raise PublishError(await unanswered(nc, stream, subject)) from None
     except (NatsTimeoutError, TimeoutError):
-        raise PublishError(
-            f"no acknowledgement for {subject} within {timeout}s: the events may or may not be stored; "
-            "retry the same events (their ids make a retry safe)"
-        ) from None
+        raise PublishError(await unacknowledged(nc, stream, subject, timeout)) from None
     return parse_ack(reply.data, reply.headers, f"the append to {subject}")
 
 
@@ -164,21 +161,51 @@ async def unanswered(nc: Client, stream: str, subject: str) -> str:
     """Why nothing answered an append on ``subject`` (a 503: nothing was stored), asked of the stream: only
     its leader stores, so while one is elected (a node left or restarted) nothing answers, as when no
     stream stores the subject at all."""
-    try:
-        info = await nc.jetstream(timeout=ASK_TIMEOUT).stream_info(stream)
-    except NotFoundError:
+    state = await leadership(nc, stream)
+    if state == "missing":
         return f"no stream stores {subject}: is the claim stream created?"
-    except Exception as error:  # noqa: BLE001 - JetStream's own API does not answer either
+    if state == "unreachable":
         return (
-            f"nothing was stored on {subject}: JetStream does not answer either ({type(error).__name__}): the cluster is "
+            f"nothing was stored on {subject}: JetStream does not answer either: the cluster is "
             "electing a leader, or fewer than a majority of its nodes are up; retry in a few seconds"
         )
-    if info.cluster is not None and not info.cluster.leader:
+    if state == "electing":
         return f"nothing was stored on {subject}: the log ({stream}) is electing a leader; retry in a few seconds"
     return (
         f"nothing was stored on {subject}: the log ({stream}) was electing a leader until now (retry), or does not "
         "store that subject (is the claim stream created with this subject prefix?)"
     )
+
+
+async def unacknowledged(nc: Client, stream: str, subject: str, timeout: float) -> str:
+    """Why an append on ``subject`` had no acknowledgement within ``timeout``: the request reached a
+    leader that died, or one that lost its quorum, before it answered, so the events may be stored or
+    not, and a retry of the same events is safe either way. The stream says whether it is between leaders."""
+    state = await leadership(nc, stream)
+    why = {
+        "unreachable": "JetStream does not answer either: the cluster is electing a leader, or fewer than a "
+        "majority of its nodes are up",
+        "electing": f"the log ({stream}) is electing a leader",
+        "missing": f"no stream {stream} answers: is the claim stream created?",
+    }.get(state, f"the log ({stream}) may have been electing a leader (it has one now), or its server is overloaded")
+    return (
+        f"no acknowledgement for {subject} within {timeout}s: {why}; the events may or may not be stored: "
+        "retry the same events in a few seconds (their ids make a retry safe)"
+    )
+
+
+async def leadership(nc: Client, stream: str) -> str:
+    """``led``, ``electing`` (the stream has no leader), ``missing`` (no such stream), or ``unreachable``
+    (JetStream's own API does not answer)."""
+    try:
+        info = await nc.jetstream(timeout=ASK_TIMEOUT).stream_info(stream)
+    except NotFoundError:
+        return "missing"
+    except Exception:  # noqa: BLE001 - JetStream's own API does not answer either
+        return "unreachable"
+    if info.cluster is not None and not info.cluster.leader:
+        return "electing"
+    return "led"
 
 
 def parse_ack(data: bytes, headers: object, what: str) -> dict:

@@ -14,8 +14,8 @@ from pathlib import Path
 from services.log import LogConfigError, connect
 from services.log.stream import check_existing
 from services.runtime.cluster import cluster_nodes
-from services.runtime.compose import nats_replicas, nats_server, nats_tls, stream_spec
 from services.runtime.db import make_engine, require_known_revision
+from services.runtime.from_settings import nats_replicas, nats_server, nats_tls, stream_spec
 from services.runtime.settings import Settings
 
 UNCHANGED = "Nothing was changed."

@@ -34,11 +34,11 @@ class Kept:
     """The checkpoint rows: per projection, each partition's (or the whole log's) last applied sequence."""
 
     rows: dict[str, dict[int, int]]
-    shares: frozenset[int]  # how many partitions (or shares) the rows were written for
+    partitions: frozenset[int]  # how many partitions the rows were written for (1: the whole log)
 
     def per_partition(self, partitions: int) -> bool:
         """Whether the rows are one per partition of a log of ``partitions``, each at its own partition's event."""
-        return partitions > 0 and self.shares == {partitions}
+        return partitions > 0 and self.partitions == {partitions}
 
 
 @dataclass(frozen=True)
@@ -59,11 +59,11 @@ class Applied:
 def read_checkpoints(conn: Connection) -> Kept:
     """The checkpoint rows as they stand, in one read."""
     rows: dict[str, dict[int, int]] = {}
-    shares = set()
-    for row in conn.execute(select(checkpoints.c.name, checkpoints.c.share, checkpoints.c.shares, checkpoints.c.last_seq)):
-        rows.setdefault(row.name, {})[row.share] = row.last_seq
-        shares.add(row.shares)
-    return Kept(rows, frozenset(shares))
+    written_for = set()
+    for row in conn.execute(select(checkpoints.c.name, checkpoints.c.partition, checkpoints.c.partitions, checkpoints.c.last_seq)):
+        rows.setdefault(row.name, {})[row.partition] = row.last_seq
+        written_for.add(row.partitions)
+    return Kept(rows, frozenset(written_for))
 
 
 async def applied_through(claim_log: ClaimLog, partition_checkpoints: Mapping[int, int], *, head: int, timeout: float | None = None) -> int:
@@ -85,7 +85,7 @@ async def applied(claim_log: ClaimLog | None, engine: Engine, names: Sequence[st
     kept = await asyncio.to_thread(_read, engine)
     names = list(dict.fromkeys([*names, *kept.rows]))
     if claim_log is None:
-        if kept.shares - {1}:
+        if kept.partitions - {1}:
             return Applied(None, dict.fromkeys(names), NO_POSITION)
         return Applied(None, _lowest(kept, names), NO_LOG)
     per_partition = kept.per_partition(claim_log.layout.partitions)
@@ -104,7 +104,7 @@ async def applied(claim_log: ClaimLog | None, engine: Engine, names: Sequence[st
 
 
 def _lowest(kept: Kept, names: list[str]) -> dict[str, int | None]:
-    """Checkpoints of the whole log (or of shares of the claims, each reading all of it) say the position alone."""
+    """Checkpoints of the whole log say the position alone."""
     return {name: min(kept.rows.get(name, {}).values(), default=0) for name in names}
 
 

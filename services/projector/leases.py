@@ -25,7 +25,7 @@ from nats.js.errors import (
 )
 from nats.js.kv import KeyValue
 
-from services.log.buckets import bucket_keys
+from services.log.buckets import bucket_keys, open_named
 from services.log.lease_bucket import bucket_ttl, ensure_bucket
 from services.log.names import LEASES, bucket_stream, key_subject
 
@@ -108,7 +108,7 @@ class Leases:
                 f"worker the same setting, and let `claimlog up` or the deploy's stream service (as admin, with the new "
                 "setting) change the bucket"
             )
-        return cls(await js.key_value(bucket), worker, js=js, bucket=bucket)
+        return cls(await open_named(js, LEASES, bucket), worker, js=js, bucket=bucket)
 
     async def announce(self) -> None:
         """Say this worker is alive (again within the bucket's ttl, or it counts as gone)."""

@@ -38,7 +38,7 @@ def lock_checkpoints(conn: Connection, *rows: ColumnElement[bool]) -> None:
     so that writers taking several at once cannot deadlock.
     """
     if conn.dialect.name == "postgresql":
-        conn.execute(select(checkpoints.c.name).where(*rows).order_by(checkpoints.c.name, checkpoints.c.share).with_for_update())
+        conn.execute(select(checkpoints.c.name).where(*rows).order_by(checkpoints.c.name, checkpoints.c.partition).with_for_update())
     conn.execute(update(checkpoints).where(*rows).values(last_seq=checkpoints.c.last_seq))
 
 

@@ -19,39 +19,39 @@ def claim_rows(conn: Connection, projections: Sequence[Projection], *, partition
     transaction, which holds the checkpoints' lock), written first where they are missing."""
     names = [p.name for p in projections]
     rows = conn.execute(select(checkpoints).where(checkpoints.c.name.in_(names))).all()
-    if any(row.shares != partitions for row in rows):
-        rows = divide_checkpoints(conn, rows, shares=partitions)
-    known = {row.name for row in rows if row.share == partition}
+    if any(row.partitions != partitions for row in rows):
+        rows = divide_checkpoints(conn, rows, partitions=partitions)
+    known = {row.name for row in rows if row.partition == partition}
     missing = [
-        {"name": p.name, "share": partition, "shares": partitions, "version": p.version, "last_seq": 0}
+        {"name": p.name, "partition": partition, "partitions": partitions, "version": p.version, "last_seq": 0}
         for p in projections if p.name not in known
     ]
     if missing:
         conn.execute(insert(checkpoints), missing)
-    query = select(checkpoints).where(checkpoints.c.name.in_(names), checkpoints.c.share == partition)
+    query = select(checkpoints).where(checkpoints.c.name.in_(names), checkpoints.c.partition == partition)
     return conn.execute(query).all()
 
 
-def divide_checkpoints(conn: Connection, rows: Sequence, *, shares: int) -> list:
-    """Replace checkpoints written for another number of shares with ``shares`` rows per projection, at
-    the position they all stand at; an event folded twice would count twice, so they must stand at one.
-    (``services/projector/shares.py`` brings shares' rows there on an unpartitioned log.)"""
+def divide_checkpoints(conn: Connection, rows: Sequence, *, partitions: int) -> list:
+    """Replace checkpoints written for another number of partitions (the whole log's one row per
+    projection, or one per partition) with ``partitions`` rows per projection, at the position they all
+    stand at; an event folded twice would count twice, so they must stand at one."""
     positions = {row.last_seq for row in rows}
     if len(positions) > 1:
-        was = sorted({row.shares for row in rows})
+        was = sorted({row.partitions for row in rows})
         raise RuntimeError(
-            f"the checkpoints were written by {' and '.join(map(str, was))} shares of the claims, standing at different "
-            f"positions {sorted(positions)}: let `claimlog projector` bring them to one (on an unpartitioned log), or "
-            "rebuild the read models with `claimlog replay`"
+            f"the checkpoints were written for {' and '.join(map(str, was))} partition(s) of the log, standing at different "
+            f"positions {sorted(positions)}: run the projector as before until they stand at one, or rebuild the read "
+            "models with `claimlog replay`"
         )
     versions = {row.name: row.version for row in rows}
     seq = positions.pop()
     conn.execute(checkpoints.delete().where(checkpoints.c.name.in_(list(versions))))
     divided = [
-        {"name": name, "share": share, "shares": shares, "version": version, "last_seq": seq}
+        {"name": name, "partition": partition, "partitions": partitions, "version": version, "last_seq": seq}
         for name, version in versions.items()
-        for share in range(shares)
+        for partition in range(partitions)
     ]
     conn.execute(insert(checkpoints), divided)
-    log.info("checkpoints of %s divided into %s at sequence %s", sorted(versions), shares, seq)
+    log.info("checkpoints of %s divided into %s partition(s) at sequence %s", sorted(versions), partitions, seq)
     return conn.execute(select(checkpoints).where(checkpoints.c.name.in_(list(versions)))).all()

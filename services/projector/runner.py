@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import nats.errors
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential
 
-from events import UnknownEventError, decode
-from events.subjects import claim_and_type, claim_of
+from events import UnknownEventError
 from projections.base import Record
-from services.keys import AttributionCache, load_attribution
+from services.admission import Admitted, Gate, RegistryFact
+from services.identity.keys import AttributionCache, load_attribution
 from services.log import ClaimLog, Delivery, DurableConsumer
 from services.log.consumer import PartitionConsumers
 from services.log.names import notice_subject
@@ -28,22 +29,21 @@ log = logging.getLogger(__name__)
 BACKLOG_LINGER = 0.02  # seconds a batch may wait to fill while the projector is behind the log
 FOLLOW_EVERY = 1.0  # seconds between looks at which read-model generation is active
 
-__all__ = ["NEVER_PARK", "TRANSIENT", "CannotIsolateError", "FencingError", "Runner", "Scope", "claim_partition", "to_entries"]
+__all__ = ["NEVER_PARK", "TRANSIENT", "CannotIsolateError", "FencingError", "Runner", "Scope", "to_entries"]
 
 
 @dataclass(frozen=True)
 class Scope:
-    """Which events a runner folds: those of the claims in share ``k`` of ``n`` (the checkpoint still
-    moves over the others, which are other shares'), and none after ``stop_at``."""
+    """Which events a runner folds: those of the whole log, of one partition or of several (the server
+    filters them), and none after ``stop_at``."""
 
-    share: tuple[int, int] = (0, 1)
     stop_at: int | None = None
     partition: int | None = None  # one partition of the log only, filtered by the server; its own checkpoint
     partitions: tuple[int, ...] | None = None  # several partitions of the log, each with its checkpoint, committed together
 
     @property
     def parts(self) -> tuple[int, ...] | None:
-        """The log partitions the runner folds (None: the whole log, or a share of it)."""
+        """The log partitions the runner folds (None: the whole log)."""
         return (self.partition,) if self.partition is not None else self.partitions
 
 
@@ -51,22 +51,23 @@ class Runner:
     """Reads batches from a durable consumer, hands each to the writer, acknowledges what it committed.
 
     A rebuild or a partial rebuild runs one as it is (with ``linger`` for full batches and a ``Scope``
-    ending at the head); the live projector (``live.py``) adds following the active generation.
+    ending at the head); ``Projector`` and ``LiveProjector`` (``projector.py``) build one around a writer
+    of their own, the live one following the active generation.
     """
 
     def __init__(
         self, log_: ClaimLog, writer: CheckpointedWriter, *, name: str, batch: int, linger: float = 0.0, scope: Scope = Scope(), epoch: int = 0,
         epochs: dict[int, int] | None = None,
     ) -> None:
-        if scope.parts is None and writer.partitions != scope.share[1]:
-            raise ValueError(f"a writer of {writer.partitions} partitions cannot commit share {scope.share[0]} of {scope.share[1]}")
+        if scope.parts is None and writer.partitions != 1:
+            raise ValueError(f"a writer of {writer.partitions} partitions cannot commit the whole log, which is one")
         self._log, self.writer, self.scope = log_, writer, scope
         self._name, self._batch = name, batch
         self._linger = linger  # seconds a batch may wait to fill: 0 live (latency), more for a replay
         self.checkpoint = 0  # the last sequence committed, as the database has it
         # The owner's epoch the writer fences each partition's checkpoint with: its lease's revision
         # (renewals raise it; the worker updates this mapping); 0 for a runner that owns its whole scope.
-        parts = scope.parts if scope.parts is not None else (scope.share[0],)
+        parts = scope.parts if scope.parts is not None else (0,)
         self.epochs = epochs if epochs is not None else {part: epoch for part in parts}
         if sorted(self.epochs) != sorted(parts):
             raise ValueError(f"epochs for partitions {sorted(self.epochs)}, the runner folds {sorted(parts)}")
@@ -77,16 +78,16 @@ class Runner:
         self._keys = AttributionCache(self._load_attribution)
 
     async def _load_attribution(self) -> Attribution:
-        # A rebuild's worker process is fed by another that read the keys once (services/rebuild/worker.py).
+        # A log that carries the keys already (an in-memory log of events read before) is not asked again.
         fixed = getattr(self._log, "attribution", None)
         if isinstance(fixed, Attribution):
             return fixed
         return await load_attribution(self._log.nc, stream=self._log.stream)
 
     def load_checkpoint(self) -> int:
-        """The last sequence every projection has applied in each of this runner's partitions (or its
-        share), registering new projections at 0; the lowest of them, where its consumer starts.
-        Checkpoints written for another number of shares are divided anew first."""
+        """The last sequence every projection has applied in each of this runner's partitions (or the
+        whole log), registering new projections at 0; the lowest of them, where its consumer starts.
+        Checkpoints written for another number of partitions are divided anew first."""
         positions = []
         for part, epoch in list(self.epochs.items()):
             claimed = self.writer.claim(part, epoch=epoch)
@@ -112,19 +113,29 @@ class Runner:
         return self.checkpoint
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Apply events until ``stop`` is set, retrying with backoff when the database is unavailable."""
-        delay, failed_at = 0.1, -1
+        """Apply events until ``stop`` is set, retrying with backoff (0.1 s, doubling to 5 s) while the
+        database is unavailable; an outage after progress starts the backoff again."""
         while not stop.is_set():
+            progress = self.checkpoint
+            retrying = AsyncRetrying(
+                retry=retry_if_exception_type(TRANSIENT),
+                wait=wait_exponential(multiplier=0.1, max=5.0),
+                stop=lambda _, since=progress: stop.is_set() or self.checkpoint != since,
+                before_sleep=self._retrying,
+                sleep=functools.partial(_sleep_unless, stop),
+                reraise=True,
+            )
             try:
-                await self._consume(stop)
-            except TRANSIENT as error:
-                if self.checkpoint != failed_at:
-                    delay = 0.1  # it made progress since the last failure: a new outage starts the backoff again
-                failed_at = self.checkpoint
-                log.warning("%s: %s; retrying in %.1fs", type(error).__name__, error, delay)
+                await retrying(self._consume, stop)
+            except TRANSIENT as error:  # stopped, or it made progress since this outage began: a new one
                 self._forget()
-                await _sleep_unless(stop, delay)
-                delay = min(delay * 2, 5.0)
+                if not stop.is_set():
+                    log.warning("%s: %s; retrying at once (it applied events since the last failure)", type(error).__name__, error)
+
+    def _retrying(self, state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        log.warning("%s: %s; retrying in %.1fs", type(error).__name__, error, state.upcoming_sleep)
+        self._forget()
 
     async def run_until(self, seq: int, *, timeout: float | None = 120.0) -> None:
         """Apply events until the checkpoint reaches ``seq`` (for catch-up, tests and tools)."""
@@ -193,7 +204,7 @@ class Runner:
         return False
 
     def _decode(self, deliveries: list[Delivery], attribution: Attribution) -> list[Entry]:
-        return to_entries(deliveries, share=self.scope.share, stop_at=self.scope.stop_at, attribution=attribution, partition_of=self._partition_of)
+        return to_entries(deliveries, stop_at=self.scope.stop_at, attribution=attribution, partition_of=self._partition_of)
 
     async def _apply(self, consumer: DurableConsumer | PartitionConsumers, deliveries: list[Delivery], entries: list[Entry]) -> None:
         """Commit a decoded batch with the checkpoint, then acknowledge it."""
@@ -227,46 +238,28 @@ class Runner:
 
 
 def to_entries(
-    deliveries: Sequence[Delivery], *, share: tuple[int, int] = (0, 1), stop_at: int | None = None, attribution: Attribution | None = None,
+    deliveries: Sequence[Delivery], *, stop_at: int | None = None, attribution: Attribution | None = None,
     partition_of: Callable[[str], int] | None = None,
 ) -> list[Entry]:
-    """A batch as the writer takes it: each event of the claims in ``share`` decoded, or why it cannot
-    be read or attributed (``attribution``: services/log/signing.py; without it, none is required); none
-    after ``stop_at``; each with its log partition (``partition_of`` its subject; without it, 0). Needs
-    no database, so it overlaps the previous commit."""
-    attribution = attribution or Attribution({}, None)
-    part, parts = share
+    """A batch as the writer takes it: each event admitted, or why the gate (services/admission/)
+    refused it (``attribution``: the key registry it checks against; without it, no signature is
+    required); none after ``stop_at``; each with its log partition (``partition_of`` its subject;
+    without it, 0). Needs no database, so it overlaps the previous commit."""
+    gate = Gate(attribution)
     entries = []
     for delivery in deliveries:
         if stop_at is not None and delivery.seq > stop_at:
             break
-        record: Record | UnknownEventError | None = None
-        if parts == 1 or claim_partition(delivery.subject, parts) == part:
-            try:
-                record = Record(delivery.seq, delivery.stored_at, decode(delivery.data))
-                _attributable(delivery, record, attribution)
-            except UnknownEventError as error:
-                record = error
+        record: Record | UnknownEventError | None
+        verdict = gate.delivered(delivery)
+        if isinstance(verdict, Admitted):
+            record = Record(verdict.seq, verdict.stored_at, verdict.event)
+        elif isinstance(verdict, RegistryFact):
+            record = None  # the key registry's: no claim's event, but its partition's checkpoint passes it
+        else:
+            record = UnknownEventError(verdict.reason)  # recorded in unreadable_events: the refused set
         entries.append(Entry(delivery.seq, delivery.subject, record, partition_of(delivery.subject) if partition_of else 0))
     return entries
-
-
-def _attributable(delivery: Delivery, record: Record, attribution: Attribution) -> None:
-    """Raise ``UnknownEventError`` with why when the event's subject names another claim or type than its
-    body, or nobody who may speak for its actor vouches for it; such an event is never folded."""
-    event, subject = record.event, delivery.subject
-    named, named_type = claim_and_type(subject)
-    if named != event.claim_id or named_type != event.type:
-        raise UnknownEventError(f"its subject {subject} names a {named_type} of {named}, its body a {event.type} of {event.claim_id}")
-    try:
-        attribution.check(delivery.seq, delivery.headers, delivery.data, record.at, event.actor.id)
-    except ValueError as error:
-        raise UnknownEventError(f"not attributable: {error}") from None
-
-
-def claim_partition(subject: str, parts: int) -> int:
-    """Which of ``parts`` partitions a stored event's claim falls in (by the claim id in its subject)."""
-    return zlib.crc32(claim_of(subject).encode()) % parts
 
 
 async def _sleep_unless(stop: asyncio.Event, delay: float) -> None:

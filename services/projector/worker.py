@@ -45,7 +45,7 @@ from services.log import ClaimLog
 from services.projector.connections import end_stale_connections
 from services.projector.errors import TRANSIENT, FencingError
 from services.projector.leases import Lease, Leases, wanted
-from services.projector.live import Projector
+from services.projector.projector import LiveProjector, Projector
 from services.store.generations import Generations
 
 log = logging.getLogger(__name__)
@@ -216,11 +216,11 @@ class Worker:
         epochs = {k: self.owned[k].lease.epoch for k in sorted(partitions)}
         self._runs += 1
         consumer = consumer_name(self._prefix, self.name, max(epochs.values()), self._runs)
-        runner = Projector(
-            self._log, self._engine, self._projections_for(), name=consumer, batch=self._batch,
-            generations=self._generations, epochs=epochs,
-        )
-        runner.announce = self._announce  # the live pages hear each commit (services/read_api/live.py)
+        if self._generations is not None:
+            runner: Projector = LiveProjector(self._log, self._generations, self._projections_for(), name=consumer, batch=self._batch, epochs=epochs)
+        else:
+            runner = Projector(self._log, self._engine, self._projections_for(), name=consumer, batch=self._batch, epochs=epochs)
+        runner.announce = self._announce  # the live pages hear each commit (services/read_api/live_streams.py)
         stop = asyncio.Event()
         task = asyncio.create_task(runner.run(stop), name=f"worker-{self.name}-run-{self._runs}")
         self._fold = _Fold(runner, task, stop, consumer)

@@ -27,6 +27,7 @@ from services.projector.errors import NEVER_PARK, CannotIsolateError
 from services.projector.parking import Parking, isolate, lock_checkpoints, write_parked
 from services.projector.positions import claim_rows
 from services.projector.repeats import without_repeats
+from services.projector.rules import RuleCheck
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -36,8 +37,8 @@ ADVANCE = (
     update(checkpoints)
     .where(
         checkpoints.c.name.in_(bindparam("names", expanding=True)),
-        checkpoints.c.share == bindparam("partition"),
-        checkpoints.c.shares == bindparam("partitions"),  # rows divided for another number of partitions are another's
+        checkpoints.c.partition == bindparam("part"),  # not the column's own name: an UPDATE reserves it
+        checkpoints.c.partitions == bindparam("parts"),  # rows divided for another number of partitions are another's
         checkpoints.c.last_seq == bindparam("expected"),
         checkpoints.c.epoch <= bindparam("owner"),
     )
@@ -47,13 +48,13 @@ ADVANCE = (
 
 class Entry(NamedTuple):
     """One delivered event as the writer takes it: its place in the log, its subject, what it decoded
-    to (``None``: a claim another writer folds; the checkpoint moves over it all the same), and the log
+    to (or why it cannot be read), and the log
     partition it is stored in (read from its subject once, when it is decoded; ``None`` when not given,
     which a batch committed for one partition does not need and one of several partitions refuses)."""
 
     seq: int
     subject: str
-    record: Record | UnknownEventError | None
+    record: Record | UnknownEventError | None  # None: a key-registry change, which moves the checkpoint only
     partition: int | None = None
 
 
@@ -85,6 +86,7 @@ class CheckpointedWriter:
         self._names = [p.name for p in self.projections]
         self._positions: dict[int, int] = {}  # partition -> checkpoint as this writer last committed it
         self._parking = Parking()
+        self._rules = RuleCheck(self.projections)
         self._rows: dict[int, tuple] = {}
         # The thread this writer does its database work in (its own: two writers of one process must
         # not queue behind each other's commits).
@@ -111,7 +113,7 @@ class CheckpointedWriter:
 
     def _dividing(self, conn: Connection) -> bool:
         """Whether the checkpoints were written for another number of partitions (``claim_rows`` divides them anew)."""
-        other = select(checkpoints.c.name).where(checkpoints.c.name.in_(self._names), checkpoints.c.shares != self.partitions)
+        other = select(checkpoints.c.name).where(checkpoints.c.name.in_(self._names), checkpoints.c.partitions != self.partitions)
         return conn.execute(other.limit(1)).first() is not None
 
     def position(self, partition: int) -> int | None:
@@ -172,7 +174,7 @@ class CheckpointedWriter:
             return self._refusal(refused, epoch=owners[refused], expected=expected[refused])
         for part, (_, to) in moving.items():
             self._positions[part] = to
-        return Committed(batch[-1].seq, sum(1 for e in fresh if e.record is not None), len(batch) - len(fresh))
+        return Committed(batch[-1].seq, len(fresh), len(batch) - len(fresh))
 
     def forget(self) -> None:
         """Drop what the projections hold in memory (a transaction they built it for did not commit)."""
@@ -191,7 +193,7 @@ class CheckpointedWriter:
         records, unreadable, subjects = _sort(fresh)
         through = fresh[-1].seq
         advances = [
-            {"names": self._names, "partition": part, "partitions": self.partitions, "expected": at, "new": to, "owner": owners[part]}
+            {"names": self._names, "part": part, "parts": self.partitions, "expected": at, "new": to, "owner": owners[part]}
             for part, (at, to) in moving.items()
         ]
         # The committing partitions' checkpoint rows, as a condition; built only when a batch needs
@@ -205,8 +207,10 @@ class CheckpointedWriter:
                     projection.apply_batch(conn, applying)
                 if (refused := self._finish(conn, unreadable + repeats, parked, advances)) is not None:
                     transaction.rollback()
+                    self._rules.forget()
                     return refused
                 _commit_or_roll_back(transaction)
+                self._rules.committed()
                 return None
         except NEVER_PARK:
             raise
@@ -219,12 +223,20 @@ class CheckpointedWriter:
         self, conn: Connection, records: list[Record], subjects: dict[int, str], rows: Callable[[], tuple]
     ) -> tuple[list[Record], list[dict], list[dict]]:
         """The records to apply, the parked events' rows, and the unreadable rows of repeats (found
-        before parking: a repeat is never folded, parked or not)."""
-        records, repeats = without_repeats(conn, records, subjects)
+        before parking: a repeat is never folded, parked or not) and of events against the rules (found
+        with them, but for a parked claim's, whose page is behind its events: its retry judges them)."""
+        was_parked = set(self._parking.claims)
+        judges = self._rules.judges(conn, records, later=was_parked)
+        records, refused = without_repeats(conn, records, subjects, judges=judges)
         applying, parked, released = self._parking.hold_back(conn, records, subjects, rows=rows)
         if released:
             self.forget()  # a retry rewrote the released claims' rows: what is cached of them is stale
-        return applying, parked, repeats
+            freed = [r for r in applying if r.event.claim_id in was_parked]
+            if freed:  # not judged above, as parked: judged now, against the pages the retry wrote
+                kept, late = self._rules.judge(conn, freed, subjects)
+                applying = [r for r in applying if r.event.claim_id not in was_parked or r in kept]
+                refused = sorted(refused + late, key=lambda row: row["seq"])
+        return applying, parked, refused
 
     def _isolate(
         self, records: list[Record], unreadable: list[dict], subjects: dict[int, str], advances: list[dict], rows: Callable[[], tuple],
@@ -239,8 +251,10 @@ class CheckpointedWriter:
             parked_now, newly = isolate(conn, self.projections, applying, subjects, forget=forget, never_park=NEVER_PARK)
             if (refused := self._finish(conn, unreadable + repeats, sorted(parked + parked_now, key=lambda row: row["seq"]), advances)) is not None:
                 transaction.rollback()
+                self._rules.forget()
                 return refused
             _commit_or_roll_back(transaction)
+            self._rules.committed()
         self._parking.claims.update(newly)
         return None
 
@@ -252,7 +266,7 @@ class CheckpointedWriter:
         write_parked(conn, parked)
         for advance in advances:
             if conn.execute(ADVANCE, advance).rowcount != len(self._names):
-                return advance["partition"]
+                return advance["part"]
         return None
 
     def _refusal(self, partition: int, *, epoch: int, expected: int) -> Refused:
@@ -267,13 +281,13 @@ class CheckpointedWriter:
         )
 
     def _row(self, *partitions: int) -> tuple:
-        """The checkpoint rows of ``partitions`` (one partition's built once: a small commit's share of its
+        """The checkpoint rows of ``partitions`` (one partition's built once: a small commit's part of its
         time; several partitions' built each time, as their sets are many)."""
         if len(partitions) > 1:
-            return (checkpoints.c.name.in_(self._names), checkpoints.c.share.in_(partitions), checkpoints.c.shares == self.partitions)
+            return (checkpoints.c.name.in_(self._names), checkpoints.c.partition.in_(partitions), checkpoints.c.partitions == self.partitions)
         rows = self._rows.get(partitions[0])
         if rows is None:
-            rows = self._rows[partitions[0]] = (checkpoints.c.name.in_(self._names), checkpoints.c.share == partitions[0], checkpoints.c.shares == self.partitions)
+            rows = self._rows[partitions[0]] = (checkpoints.c.name.in_(self._names), checkpoints.c.partition == partitions[0], checkpoints.c.partitions == self.partitions)
         return rows
 
     def _committer(self) -> concurrent.futures.ThreadPoolExecutor:
@@ -291,7 +305,7 @@ def _sort(entries: list[Entry]) -> tuple[list[Record], list[dict], dict[int, str
         elif entry.record is not None:
             unreadable.append({"seq": entry.seq, "subject": entry.subject, "reason": str(entry.record)})
             log.error("unreadable event at sequence %s (%s): %s", entry.seq, entry.subject, entry.record)
-    return records, unreadable, {e.seq: e.subject for e in entries if e.record is not None}
+    return records, unreadable, {e.seq: e.subject for e in entries}
 
 
 def _forget_or_give_up(forget_all: Callable[[], None], failure: Exception) -> Callable[[], None]:

@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
@@ -24,7 +25,7 @@ router = APIRouter(tags=["counts and scorecard"], dependencies=[Depends(visible_
 MAX_BATCH = 500
 
 
-class Counts(BaseModel):
+class ClaimCounts(BaseModel):
     """A claim's counts, as of the log sequence of its last applied event."""
 
     claim_id: str
@@ -41,7 +42,7 @@ class Counts(BaseModel):
 class CountsBatch(BaseModel):
     """Counts of the claims found, and the ids that were not."""
 
-    counts: dict[str, Counts]
+    counts: dict[str, ClaimCounts]
     missing: list[str]
 
 
@@ -72,37 +73,51 @@ class Scorecard(BaseModel):
     capabilities: list[CapabilityScore]
 
 
-@router.get("/claims/{claim_key}/counts", response_model=Counts, responses={404: {"model": ErrorBody}})
-async def claim_counts(claim_key: str, db: DB) -> Counts:
+@router.get("/claims/{claim_key}/counts", response_model=ClaimCounts, responses={404: {"model": ErrorBody}})
+async def claim_counts(claim_key: str, db: DB) -> ClaimCounts:
     """A claim's counts (by id or slug), from the same row, written in the same statement, as its page."""
     # One indexed read, run where it costs the loop least, like the claim page (reads.py).
     found = await read(db, queries.claim_counts, [claim_key])
     if not found:
         raise not_found("claim", claim_key)
-    return Counts(**next(iter(found.values())))
+    return ClaimCounts(**next(iter(found.values())))
 
 
 @router.post("/claims/counts", response_model=CountsBatch)
 def many_counts(
     db: DB, claim_ids: Annotated[list[ClaimId], Body(embed=True, min_length=1, max_length=MAX_BATCH)]
 ) -> CountsBatch:
-    """Counts of up to 500 claims in one read."""
+    """ClaimCounts of up to 500 claims in one read."""
     with db.connect() as conn:
         found = queries.claim_counts(conn, list(dict.fromkeys(claim_ids)))
     return CountsBatch(
-        counts={claim_id: Counts(**values) for claim_id, values in found.items()},
+        counts={claim_id: ClaimCounts(**values) for claim_id, values in found.items()},
         missing=[claim_id for claim_id in dict.fromkeys(claim_ids) if claim_id not in found],
     )
 
 
-@router.get("/scorecard", response_model=Scorecard, responses={400: {"model": ErrorBody}})
+# Every other method of /claims/counts: without this route GET reached the claim page (a claim named
+# "counts") and OPTIONS answered with the claim page's methods. Included before the claim page's route.
+counts_methods = APIRouter()
+
+
+@counts_methods.api_route(
+    "/claims/counts", methods=["GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"], include_in_schema=False
+)
+def counts_take_post() -> JSONResponse:
+    """405 naming the one method served."""
+    message = 'the batch counts are read with POST /claims/counts {"claim_ids": [...]}; one claim\'s with GET /claims/{id}/counts'
+    return JSONResponse({"error": "method_not_allowed", "message": message}, status_code=405, headers={"Allow": "POST"})
+
+
+@router.get("/scorecard", response_model=Scorecard)
 async def scorecard(request: Request, db: DB, as_of_seq: AsOfSeq = None, as_of: AsOfTime = None) -> Scorecard:
     """Every capability's scorecard; with ``as_of_seq`` or ``as_of``, as it stood then (``applied_seq`` is that
     point's sequence), folded from the log."""
     return await scorecard_at(request, db, None, as_of_point(as_of_seq, as_of))
 
 
-@router.get("/scorecard/{capability}", response_model=Scorecard, responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}})
+@router.get("/scorecard/{capability}", response_model=Scorecard, responses={404: {"model": ErrorBody}})
 async def capability_scorecard(
     request: Request, capability: str, db: DB, as_of_seq: AsOfSeq = None, as_of: AsOfTime = None
 ) -> Scorecard:

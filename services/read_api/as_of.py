@@ -10,24 +10,35 @@ from typing import Annotated
 
 from fastapi import HTTPException, Query, Request
 from fastapi.responses import Response
+from pydantic import WithJsonSchema
 from sqlalchemy import Engine
 
 from services.log import ClaimLog, LogError
+from services.read_api.api_state import api_state
 from services.read_api.as_of_pages import claim_of_slug, shaped_page
 from services.read_api.errors import bad_request, not_found
 from services.read_api.listing import Listing, ListingQuery, read_past_listing
 from services.read_api.search_text import StatementIndex
-from services.read_api.state import api_state
+from services.read_api.sequences import SEQ_TEXT_PATTERN
 from services.timeline.as_of import AsOf, BadAsOf, is_claim_id, page_json_as_of, parse_as_of
 from services.timeline.cache import ClaimEvents
 from services.timeline.scorecard import RegistryHistory
 
 AsOfSeq = Annotated[
-    str | None, Query(description="As the log stood at this sequence: the events up to it, folded (0 or more).")
+    str | None,
+    Query(description="As the log stood at this sequence: the events up to it, folded (0 or more)."),
+    WithJsonSchema({"type": "string", "pattern": SEQ_TEXT_PATTERN}),
 ]
+# Times the API reads (``services/timeline/as_of.py``), as a pattern a generated client can check: ISO 8601
+# with a zone. The API reads more (any day of a month, other separators); the pattern names none it refuses.
+AS_OF_PATTERN = (
+    r"^[1-9][0-9]{3}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])T(?:[01][0-9]|2[0-3]):[0-5][0-9]"
+    r"(?::[0-5][0-9](?:\.[0-9]{3}|\.[0-9]{6})?)?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])$"
+)
 AsOfTime = Annotated[
     str | None,
     Query(description="As the log stood at this time (ISO 8601 with a zone): the events stored at or before it."),
+    WithJsonSchema({"type": "string", "pattern": AS_OF_PATTERN}),
 ]
 
 
@@ -63,7 +74,7 @@ async def claim_page_as_of(request: Request, db: Engine, claim_key: str, as_of: 
 
 def claim_events(request: Request) -> ClaimEvents:
     """The app's cache of claims' events."""
-    return api_state(request.app).claim_events
+    return api_state(request.app).pasts.claim_events
 
 
 def claim_id_of(db: Engine, claim_key: str) -> str:
@@ -78,7 +89,7 @@ def claim_id_of(db: Engine, claim_key: str) -> str:
 
 
 def _history(request: Request) -> RegistryHistory:
-    return api_state(request.app).registry_history
+    return api_state(request.app).pasts.registry_history
 
 
 async def scorecard_rows_as_of(request: Request, as_of: AsOf, capability: str | None) -> tuple[int, list[dict]]:
@@ -93,7 +104,7 @@ async def scorecard_rows_as_of(request: Request, as_of: AsOf, capability: str | 
 async def listing_as_of(request: Request, query: ListingQuery, as_of: AsOf) -> tuple[int, Listing, int]:
     """The listing ``query`` asks for, as it stood at ``as_of``: the sequence it stands for, the page, and how many
     claims match; 400 as ``read_listing`` refuses. A search looks in the statements of the summaries folded for
-    the point, indexed once per point by the rules of the database's own search (``search_text``)."""
+    the point, indexed once per point by the database's own search code (``search_text``)."""
     claim_log = connected_log(request)
     state = api_state(request.app)
     try:
@@ -102,7 +113,8 @@ async def listing_as_of(request: Request, query: ListingQuery, as_of: AsOf) -> t
         raise HTTPException(503, detail={"error": "log_unavailable", "message": str(error)}) from None
 
     def statements() -> StatementIndex:
-        return state.statement_indexes.at(seq, state.engine.dialect.name, rows)
+        return state.pasts.statement_indexes.at(seq, state.reads.engine, rows)
 
-    listing, total = read_past_listing(rows, query, seq, statements=statements)
+    # Off the event loop and out of the plain pages' threads: a search may index every claim's statement first.
+    listing, total = await state.pasts.statement_indexes.run(lambda: read_past_listing(rows, query, seq, statements=statements))
     return seq, listing, total

@@ -22,83 +22,29 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import FastAPI, Header, HTTPException, Query, Request
-from sqlalchemy import Connection, Engine, func, select
+from pydantic import WithJsonSchema
+from sqlalchemy import select
 
 from events.envelope import CLAIM_ID_PATTERN
 from events.subjects import LogLayout
-from projections.tables import checkpoints, claim_pages
+from projections.tables import claim_pages
+from services.read_api.api_state import ApiState, api_state
 from services.read_api.lag import log_head, next_in_partition
-from services.read_api.sequences import Seq
-from services.read_api.state import ApiState, api_state
+from services.read_api.sequences import SEQ_SCHEMA, Seq
+from services.read_api.visibility import Visibility, read_checkpoints
 
 POLL = (0.002, 0.005, 0.01, 0.02, 0.05)
 _CLAIM_ID = re.compile(CLAIM_ID_PATTERN)
 
 
-@dataclass(frozen=True)
-class Checkpoints:
-    """The projections' positions as the checkpoints table has them: ``whole`` for checkpoints that each
-    move over the whole log (one projector, or the shares of one), else ``partitions`` (partition ->
-    lowest checkpoint of its projections; a partition without rows is at 0)."""
-
-    whole: int | None
-    partitions: dict[int, int] = field(default_factory=dict)
-
-    def of(self, partition: int) -> int:
-        """Every event of ``partition`` at or below this sequence is applied."""
-        return self.whole if self.whole is not None else self.partitions.get(partition, 0)
-
-    def lowest(self, count: int) -> int:
-        """The lowest checkpoint of ``count`` partitions."""
-        return self.whole if self.whole is not None else min(self.of(k) for k in range(max(count, 1)))
-
-
-def read_checkpoints(conn: Connection, layout: LogLayout | None) -> Checkpoints:
-    """The checkpoints, per partition when they were written by the log's partitions' runners."""
-    rows = conn.execute(
-        select(checkpoints.c.share, checkpoints.c.shares, func.min(checkpoints.c.last_seq)).group_by(checkpoints.c.share, checkpoints.c.shares)
-    ).all()
-    if layout is not None and layout.partitioned and rows and all(shares == layout.partitions for _, shares, _ in rows):
-        return Checkpoints(None, {share: seq for share, _, seq in rows})
-    return Checkpoints(min((seq for _, _, seq in rows), default=0))
-
-
-def applied(engine: Engine, layout: LogLayout | None = None) -> int:
-    """How far every projection has applied the whole log: the lowest checkpoint (0 before any)."""
-    with engine.connect() as conn:
-        return read_checkpoints(conn, layout).lowest(layout.partitions if layout is not None else 1)
-
-
-@dataclass
-class Visibility:
-    """What this API process knows of each partition, for one read-model generation (``engine``).
-
-    ``known[k]``: every event of partition k at or below it is applied (its checkpoint, or one below
-    the first event after the checkpoint, as the log said). ``waiting[k]``: that first unapplied event,
-    so the log is asked again only once the checkpoint passes it."""
-
-    engine: Engine
-    known: dict[int, int] = field(default_factory=dict)
-    waiting: dict[int, int] = field(default_factory=dict)
-
-    def behind(self, partitions: Iterable[int], target: int) -> list[int]:
-        return [k for k in partitions if self.known.get(k, 0) < target]
-
-    def checkpointed(self, found: Checkpoints, partitions: Iterable[int]) -> None:
-        for k in partitions:
-            self.known[k] = max(self.known.get(k, 0), found.of(k))
-
-
 def visibility(state: ApiState) -> Visibility:
     """The app's ``Visibility`` of the engine it serves now (a new one after a generation switch)."""
-    current = state.visibility
-    if not isinstance(current, Visibility) or current.engine is not state.engine:
-        current = state.visibility = Visibility(state.engine)
+    current = state.reads.visibility
+    if current is None or current.engine is not state.reads.engine:
+        current = state.reads.visibility = Visibility(state.reads.engine)
     return current
 
 
@@ -114,7 +60,7 @@ def read_partitions(request: Request, layout: LogLayout | None) -> list[int]:
     if key is None or layout is None or not layout.partitioned:
         return every
     if not _CLAIM_ID.match(key):
-        with api_state(request.app).engine.connect() as conn:  # a slug: its claim, once projected
+        with api_state(request.app).reads.engine.connect() as conn:  # a slug: its claim, once projected
             first = select(claim_pages.c.claim_id).where(claim_pages.c.slug == key).order_by(claim_pages.c.first_seq).limit(1)
             key = conn.execute(first).scalar()  # the slug's owner: the first claim drafted with it
         if key is None:
@@ -122,17 +68,23 @@ def read_partitions(request: Request, layout: LogLayout | None) -> list[int]:
     return [layout.partition_of(key)]
 
 
+AFTER = (
+    "Answer once the log's sequence SEQ is applied (read your writes); 503 `not_yet_visible` if that takes longer "
+    "than the API waits, 422 `beyond_log_head` for a sequence past the head of the log."
+)
+
+
 async def visible_after(
     request: Request,
-    after: Annotated[Seq | None, Query(description="Answer once the log's sequence SEQ is applied (read your writes).")] = None,
-    claimlog_after: Annotated[Seq | None, Header(description="The same as ?after=, as a header.")] = None,
+    after: Annotated[Seq | None, Query(description=AFTER), WithJsonSchema(SEQ_SCHEMA)] = None,
+    claimlog_after: Annotated[Seq | None, Header(description="The same as ?after=, as a header."), WithJsonSchema(SEQ_SCHEMA)] = None,
 ) -> int | None:
     """Wait until the sequence the request names is applied where the read looks; returns it (None when it names none)."""
     target = max(after or 0, claimlog_after or 0)
     if not target:
         return None
     app, state = request.app, api_state(request.app)
-    if state.applied >= target:
+    if state.reads.applied >= target:
         return target
     layout = _layout(app)
     parts = read_partitions(request, layout)
@@ -154,7 +106,7 @@ def _refresh(state: ApiState, seen: Visibility, layout: LogLayout | None, parts:
         found = read_checkpoints(conn, layout)
     seen.checkpointed(found, parts)
     count = layout.partitions if layout is not None and layout.partitioned else 1
-    state.applied = max(state.applied, found.lowest(count), min(seen.known.get(k, 0) for k in range(count)))
+    state.reads.applied = max(state.reads.applied, found.lowest(count), min(seen.known.get(k, 0) for k in range(count)))
 
 
 async def _ask_log(app: FastAPI, seen: Visibility, layout: LogLayout | None, parts: list[int], target: int) -> None:
@@ -171,7 +123,7 @@ async def _ask_log(app: FastAPI, seen: Visibility, layout: LogLayout | None, par
             continue  # the log cannot be read now: wait for the checkpoint
         if first is None:
             # Nothing after the checkpoint in the whole log: past every sequence up to the head.
-            seen.known[k] = max(seen.known.get(k, 0), min(target, api_state(app).log_head))
+            seen.known[k] = max(seen.known.get(k, 0), min(target, api_state(app).reads.log_head))
         else:
             seen.known[k], seen.waiting[k] = max(seen.known.get(k, 0), first - 1), first
 
@@ -206,12 +158,12 @@ async def refuse_beyond_head(app: FastAPI, target: int, *, named: str) -> None:
     """422 ``beyond_log_head`` when ``target`` is past the last sequence in the log. The head is asked for
     only when ``target`` is past the highest one seen; when it cannot be read, the read waits as before."""
     state = api_state(app)
-    if target <= state.log_head:
+    if target <= state.reads.log_head:
         return
     head = await log_head(app)
     if head.seq is None:
         return
-    state.log_head = max(state.log_head, head.seq)
+    state.reads.log_head = max(state.reads.log_head, head.seq)
     if target > head.seq:
         raise HTTPException(
             422,

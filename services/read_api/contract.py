@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import re
+
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from faststream.specification.asyncapi.site import get_asyncapi_html
 
@@ -10,12 +12,18 @@ from services.asyncapi import asyncapi_document, asyncapi_specification
 from services.read_api.browser import with_policy
 
 router = APIRouter(tags=["contract"])
-# The component comes from its CDN (no Python package ships it), its icons from asyncapi.com.
+# AsyncAPI's React component (Apache-2.0) as its npm package @asyncapi/react-component 3.1.5 ships it
+# (browser/standalone/index.js, styles/default.min.css), served from the API's own static files: no Python
+# package ships it, and the page loads nothing from elsewhere (the icons FastStream's page names on
+# asyncapi.com are left out).
+ASYNCAPI_ASSETS = "/static/asyncapi"
+ASYNCAPI_VERSION = "3.1.5"
 ASYNCAPI_POLICY = {
-    "script-src": "'self' https://unpkg.com",
-    "style-src": "'self' https://unpkg.com",
-    "img-src": "'self' data: https://www.asyncapi.com",
+    "script-src": "'self'",
+    "style-src": "'self'",
+    "img-src": "'self' data:",
 }
+_REMOTE_ICON = re.compile(r'\s*<link rel="icon"[^>]*href="https://[^"]*">')
 
 
 @router.get("/asyncapi.json", summary="AsyncAPI document of the claim subjects")
@@ -25,6 +33,10 @@ def asyncapi_json() -> JSONResponse:
 
 
 @router.get("/asyncapi", response_class=HTMLResponse, include_in_schema=False)
-def asyncapi_page() -> HTMLResponse:
+def asyncapi_page(request: Request) -> HTMLResponse:
     """The same document as a page (AsyncAPI's React component, like /docs for OpenAPI)."""
-    return with_policy(HTMLResponse(get_asyncapi_html(asyncapi_specification(), try_it_out_path=None)), ASYNCAPI_POLICY)
+    assets = f"{request.scope.get('root_path', '').rstrip('/')}{ASYNCAPI_ASSETS}/asyncapi-react-{ASYNCAPI_VERSION}"
+    page = get_asyncapi_html(
+        asyncapi_specification(), try_it_out_path=None, asyncapi_js_url=f"{assets}.js", asyncapi_css_url=f"{assets}.css"
+    )
+    return with_policy(HTMLResponse(_REMOTE_ICON.sub("", page)), ASYNCAPI_POLICY)

@@ -7,14 +7,14 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy import Engine
 
+from services.read_api.api_state import Api
 from services.read_api.errors import bad_request
-from services.read_api.state import Api
 
 
 async def engine(request: Request, api: Api) -> Engine:
     """The engine of the active read-model generation (a request takes it once, so it reads one generation)."""
     refuse_nul(request)
-    return api.engine
+    return api.reads.engine
 
 
 def refuse_nul(request: Request) -> None:

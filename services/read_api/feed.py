@@ -10,10 +10,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, Field
 
+from services.admission import Refused, gate_for
 from services.log import LogError
-from services.read_api.errors import ErrorBody
+from services.read_api.api_state import Api
 from services.read_api.sequences import Seq
-from services.read_api.state import Api
 
 router = APIRouter(tags=["change feed"])
 
@@ -27,6 +27,11 @@ class FeedEvent(BaseModel):
     hash: str = Field(description="SHA-256 of the stored bytes: the next event of the claim records it as prev_hash.")
     event: dict[str, Any] | None = Field(description="The event's JSON; null when the stored bytes are not JSON.")
     raw: str | None = Field(default=None, description="The stored bytes, base64, when they are not JSON.")
+    refused: str | None = Field(
+        default=None,
+        description="Why the log's gate refuses the message (its bytes, store time, subject or signature), so that no reader folds it; "
+        "null when admitted on its own (whether it repeats an event id its actor admitted on its claim before, the claim's history says).",
+    )
 
 
 class Feed(BaseModel):
@@ -36,7 +41,7 @@ class Feed(BaseModel):
     next_after: int
 
 
-@router.get("/events", response_model=Feed, responses={503: {"model": ErrorBody}})
+@router.get("/events", response_model=Feed)
 async def change_feed(
     api: Api,
     after: Annotated[Seq, Query(description="Events after this log sequence.")] = 0,
@@ -48,6 +53,7 @@ async def change_feed(
         raise HTTPException(503, detail={"error": "not_connected", "message": "this API process has no connection to the log"})
     try:
         stored = await claim_log.read_log(after_seq=after, limit=limit)
+        gate = await gate_for(claim_log, (item.signature for item in stored))
     except LogError as error:
         raise HTTPException(503, detail={"error": "log_unavailable", "message": str(error)}) from None
     events = []
@@ -56,5 +62,7 @@ async def change_feed(
             event, raw = json.loads(item.data), None
         except (ValueError, UnicodeDecodeError):
             event, raw = None, base64.b64encode(item.data).decode()
-        events.append(FeedEvent(seq=item.seq, subject=item.subject, stored_at=item.stored_at, hash=item.hash, event=event, raw=raw))
+        verdict = gate.stored(item)
+        refused = verdict.reason if isinstance(verdict, Refused) else None
+        events.append(FeedEvent(seq=item.seq, subject=item.subject, stored_at=item.stored_at, hash=item.hash, event=event, raw=raw, refused=refused))
     return Feed(events=events, next_after=stored[-1].seq if stored else after)

@@ -30,7 +30,7 @@ class Guards:
     rate_limit_per_minute: float = 6000.0
     rate_limit_burst: int = 1000
     ready_max_lag_events: int = 1000
-    live_streams: int = 10_000
+    live_streams: int = 1_000
     live_streams_per_client: int = 16
 
     @classmethod

@@ -5,12 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from services.identity.keys import signing_report
 from services.log.topology import nats_report
 from services.read_api import lag
+from services.read_api.api_state import api_state
 from services.read_api.deps import DB
 from services.read_api.partitions import partition_section
-from services.read_api.state import api_state
 from services.registry_buckets import registry_buckets
+from services.tlog.published import PublishedLog
 
 router = APIRouter(tags=["operations"])
 
@@ -37,7 +39,20 @@ async def health(request: Request, db: DB) -> JSONResponse:
         body["nats"] = await nats_report(claim_log.nc, claim_log.stream, registry_buckets(claim_log.stream))
         if body["nats"]["problems"]:
             body["status"] = "degraded"
+        body["signing"] = await signing_report(claim_log.nc, stream=claim_log.stream)  # says when forgery is possible
+        await _transparency(request, body)
     return JSONResponse(body)
+
+
+async def _transparency(request: Request, body: dict) -> None:
+    """The transparency log's size and its integrator's state; ``degraded`` when the integrator refused to go on."""
+    state = api_state(request.app)
+    if state.transparency is None and state.claim_log is not None:
+        state.transparency = PublishedLog(state.claim_log.nc, state.claim_log.stream)
+    if state.transparency is not None and (found := await state.transparency.health()) is not None:
+        body["transparency_log"] = found
+        if found["integrator"] == "refused":
+            body["status"] = "degraded"
 
 
 @router.get("/health/live")

@@ -6,9 +6,10 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from events import EVENT_TYPES, Actor, ActorKind
+from services.admission import gate_for
 from services.log import LogError
 from services.read_api.as_of import claim_events, claim_id_of, connected_log
 from services.read_api.deps import DB
@@ -52,13 +53,17 @@ class ClaimHistory(BaseModel):
 @router.get(
     "/claims/{claim_key}/history",
     response_model=ClaimHistory,
-    responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}, 503: {"model": ErrorBody}},
+    responses={404: {"model": ErrorBody}},
 )
 async def get_history(
     claim_key: str,
     db: DB,
     request: Request,
-    type: Annotated[list[str], Query(description="Only events of these types (repeatable).")] = [],  # noqa: A002, B006
+    type: Annotated[  # noqa: A002
+        list[str],
+        Query(description="Only events of these types (repeatable); another is `400 bad_type`."),
+        WithJsonSchema({"type": "array", "items": {"type": "string", "enum": list(EVENT_TYPES)}}),
+    ] = [],  # noqa: B006
     actor_kind: Annotated[ActorKind | None, Query(description="Only events by a person, a model or a service.")] = None,
     after_seq: Annotated[Seq, Query(description="Only events after this log sequence.")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
@@ -71,10 +76,12 @@ async def get_history(
         raise bad_request("bad_type", f"no event type {', '.join(map(repr, unknown))}; types are {', '.join(EVENT_TYPES)}")
     claim_id = claim_id_of(db, claim_key)
     try:
-        stored = await claim_events(request).read(connected_log(request), claim_id)
+        claim_log = connected_log(request)
+        stored = await claim_events(request).read(claim_log, claim_id)
+        gate = await gate_for(claim_log, (item.signature for item in stored))
     except LogError as error:
         raise HTTPException(503, detail={"error": "log_unavailable", "message": str(error)}) from None
-    entries = claim_history(claim_id, stored)
+    entries = claim_history(claim_id, stored, gate=gate)
     if entries is None:
         raise not_found("claim", claim_key)
     kind = actor_kind.value if actor_kind else None

@@ -13,7 +13,7 @@ from projections.tables import unreadable_events
 from services.log import ClaimLog
 from services.projector.applied import Applied
 from services.projector.applied import applied as applied_positions
-from services.read_api.state import api_state
+from services.read_api.api_state import api_state
 
 HEAD_TIMEOUT = 2.0  # seconds a health check or a scrape waits for the log
 
@@ -31,7 +31,7 @@ async def applied(app: FastAPI, engine: Engine | None = None) -> Applied:
     generation's) and the head of the log, through the app's connection if it has one; raises when the
     read models cannot be read."""
     state = api_state(app)
-    return await applied_positions(state.claim_log, engine or state.engine, state.projection_names, timeout=HEAD_TIMEOUT)
+    return await applied_positions(state.claim_log, engine or state.reads.engine, state.reads.projection_names, timeout=HEAD_TIMEOUT)
 
 
 def unreadable_count(conn: Connection) -> int:

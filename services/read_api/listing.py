@@ -104,7 +104,8 @@ def read_past_listing(
     the log), in the orders and with the filters and cursors of ``read_listing``; and how many claims match.
 
     A search (``q``) looks in those summaries' statements through ``statements()``, their index
-    (``search_text``): the database's full-text index holds the statements as they are now."""
+    (``search_text``, by the database's own search code): the database's full-text index holds the
+    statements as they are now."""
     sort = _sort(query)
     filters = query.filters()
     fingerprint = _fingerprint(sort, filters, as_of_seq)

@@ -27,7 +27,7 @@ from sqlalchemy import (
 
 from projections.page_model import LIFECYCLES
 from projections.tables import POSTGRESQL_SEARCH_COLUMN, SEARCH_CONFIG, SQLITE_SEARCH_TABLE, claim_pages
-from services.read_api.search_text import search_terms
+from services.read_api.search_text import fts5_query
 
 # The columns a listing shows of each claim.
 SUMMARY_COLUMNS = (
@@ -158,14 +158,3 @@ def _matching(query: Select, dialect: str, q: str) -> Select:
 
 def _tsquery(q: str | None) -> ColumnElement:
     return func.websearch_to_tsquery(SEARCH_CONFIG, q)
-
-
-def fts5_query(q: str) -> str | None:
-    """SQLite FTS5's expression for a web-search query, read by ``search_text.search_terms`` as PostgreSQL's
-    websearch_to_tsquery reads it. None when it names no word to look for. Each phrase is quoted, so nothing a
-    user types is taken as FTS5 syntax."""
-    clauses = [
-        " ".join(['"' + " ".join(words) + '"' for words in wanted] + [f'NOT "{" ".join(words)}"' for words in unwanted])
-        for wanted, unwanted in search_terms(q)
-    ]
-    return " OR ".join(f"({clause})" for clause in clauses) or None

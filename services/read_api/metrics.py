@@ -18,7 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from services.read_api import lag
-from services.read_api.state import Api, api_state
+from services.read_api.api_state import Api, api_state
 
 router = APIRouter(tags=["operations"])
 
@@ -90,7 +90,7 @@ async def scrape(app: FastAPI) -> Scrape:
     """Read the active generation's positions and counts, and the log's head, now."""
     try:
         state = api_state(app)
-        with state.engine.connect() as conn:
+        with state.reads.engine.connect() as conn:
             unreadable, parked = lag.unreadable_count(conn), lag.parked_count(conn)
         found = await lag.applied(app)
     except Exception:  # noqa: BLE001 - a scrape reports the read models down rather than failing
@@ -110,7 +110,7 @@ async def scrape(app: FastAPI) -> Scrape:
 def _rates(app: FastAPI, positions: dict[str, int]) -> dict[str, float]:
     """Sequences per second since this process's previous scrape, from the checkpoints then and now."""
     now = time.monotonic()
-    previous = api_state(app).checkpoint_samples
+    previous = api_state(app).reads.checkpoint_samples
     rates = {}
     for name, seq in positions.items():
         then, old = previous.get(name, (now, seq + 1))
@@ -125,6 +125,6 @@ async def metrics(request: Request, api: Api) -> Response:
     and parked events; the command API's requests by command and status, and their latencies."""
     found = await scrape(request.app)
     text = generate_latest(found)  # type: ignore[arg-type] - any object with collect() is a registry here
-    if api.command_metrics is not None:
-        text += generate_latest(api.command_metrics.registry)
+    if api.write_side.metrics is not None:
+        text += generate_latest(api.write_side.metrics.registry)
     return Response(text, media_type=CONTENT_TYPE_LATEST)

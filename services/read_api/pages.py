@@ -16,6 +16,8 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from events import Actor
+from events.envelope import actor_label
+from events.imported import page_drafter_label
 from projections.page_model import PAGE, ClaimPage
 from services.ingest.page_format import INVITATION, RELATION_WORDS, UNREVIEWED_NOTE, caveats
 from services.read_api import listing_sql, queries
@@ -25,6 +27,7 @@ from services.read_api.chart import scorecard_chart
 from services.read_api.consistency import visible_after
 from services.read_api.deps import DB
 from services.read_api.listing import Listing, ListingQuery, read_listing
+from services.read_api.page_folds import disagreement_sections
 from services.timeline.as_of import AsOf, BadAsOf, parse_as_of
 
 router = APIRouter(include_in_schema=False)
@@ -50,7 +53,9 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     environment.filters["when"] = _when
+    environment.filters["when_exactly"] = _when_exactly
     environment.filters["who"] = _who
+    environment.filters["drafter"] = lambda drafter: page_drafter_label(drafter.kind, drafter.model)
     environment.filters["caveats"] = caveats
     # One path segment: "/" encoded too (Jinja's urlencode keeps it, so "a/../b" would climb the path).
     environment.filters["segment"] = lambda value: quote(str(value), safe="")
@@ -67,24 +72,36 @@ def _when(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
+def _when_exactly(moment: datetime) -> str:
+    """A time to the second, in UTC: for a point of the log, where two events a minute apart differ."""
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _who(actor: Actor) -> str:
-    """An actor as the page names it: id, then what kind of actor (and which model)."""
-    if actor.kind == "model":
-        return f"{actor.id} (model{': ' + actor.model if actor.model else ''})"
-    return f"{actor.id} ({actor.kind})"
+    return actor_label(actor.id, actor.kind, actor.model)
 
 
 TEMPLATES = _environment()
 
 
-def _html(template: str, status_code: int = 200, **context) -> HTMLResponse:
+def html_page(template: str, status_code: int = 200, **context) -> HTMLResponse:
+    """One of the registry's templates rendered as a page."""
     return HTMLResponse(TEMPLATES.get_template(template).render(**context), status_code=status_code)
+
+
+_html = html_page
 
 
 @router.get("/")
 def home() -> RedirectResponse:
     """The registry's front page is the claim listing."""
     return RedirectResponse("/pages/claims", status_code=307)
+
+
+@router.get("/favicon.ico")
+def favicon() -> RedirectResponse:
+    """The registry's icon, for browsers that ask for it where pages do not say (the pages link it)."""
+    return RedirectResponse("/static/favicon.svg", status_code=308)
 
 
 @router.get("/pages/claims", response_class=HTMLResponse, dependencies=[Depends(visible_after)])
@@ -113,7 +130,10 @@ async def claim_listing(db: DB, request: Request) -> HTMLResponse:
         return _listing_page(asked, error.status_code, problem=error.detail["message"], **at)
     wanted = {name: value for name, value in asked.items() if name != "cursor"}
     next_url = _listing_url(**wanted, cursor=listing.next_cursor) if listing.next_cursor else None
-    return _listing_page(asked, claims=listing.rows, total=total, next_url=next_url, **at)
+    # A listing of now hears the whole registry's stream, whatever its filters: any change may move a claim into
+    # or out of them. One as of a point of the log never changes.
+    live_url = None if point else "/live"
+    return _listing_page(asked, claims=listing.rows, total=total, next_url=next_url, live_url=live_url, **at)
 
 
 def _listing_now(db: DB, query: ListingQuery) -> tuple[Listing, int]:
@@ -175,7 +195,7 @@ def _as_of_label(point: AsOf | None) -> str | None:
     """A point of the log as the banner names it; None for now."""
     if point is None:
         return None
-    return f"log sequence {point.seq}" if point.seq is not None else _when(point.at) if point.at else "now"
+    return f"log sequence {point.seq}" if point.seq is not None else _when_exactly(point.at) if point.at else "now"
 
 
 def _unavailable(error: HTTPException) -> HTMLResponse:
@@ -244,8 +264,9 @@ async def claim_page(
         return _html("error.html", 404, title="No such claim",
                      message=f"There is no claim {claim_key!r} in the registry{when}.")
     claim = quote(page.claim_id, safe="")
-    return _html("claim.html", page=page, base_url=str(request.base_url), as_of=_as_of_label(point),
-                 present_url=f"/pages/claims/{claim}", history_url=f"/claims/{claim}/history",
+    return _html("claim.html", page=page, disagreements=disagreement_sections(page.disagreements),
+                 base_url=str(request.base_url), as_of=_as_of_label(point),
+                 present_url=f"/pages/claims/{claim}", history_url=f"/pages/claims/{claim}/history",
                  live_url=None if point else f"/claims/{claim}/live")
 
 

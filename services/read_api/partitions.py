@@ -14,12 +14,13 @@ import asyncio
 from datetime import datetime
 from typing import Any
 
-from nats.js.errors import BucketNotFoundError, NotFoundError
+from nats.js.errors import NotFoundError
 from sqlalchemy import Engine, func, select
 
 from projections.tables import checkpoints
 from services.log import ClaimLog
-from services.log.names import leases_bucket
+from services.log.buckets import find_bucket
+from services.log.names import LEASES, leases_bucket
 from services.projector.leases import Leases
 from services.read_api.lag import HEAD_TIMEOUT, first_in_partition, seconds_since
 
@@ -29,11 +30,11 @@ def checkpoint_rows(engine: Engine, partitions: int) -> tuple[str, dict[int, tup
     checkpoint over the projections and the epoch of the owner that last took it."""
     with engine.connect() as conn:
         rows = conn.execute(
-            select(checkpoints.c.share, checkpoints.c.shares, func.min(checkpoints.c.last_seq), func.max(checkpoints.c.epoch))
-            .group_by(checkpoints.c.share, checkpoints.c.shares)
+            select(checkpoints.c.partition, checkpoints.c.partitions, func.min(checkpoints.c.last_seq), func.max(checkpoints.c.epoch))
+            .group_by(checkpoints.c.partition, checkpoints.c.partitions)
         ).all()
-    if rows and all(shares == partitions for _, shares, _, _ in rows):
-        found = {share: (seq, epoch) for share, _, seq, epoch in rows}
+    if rows and all(written_for == partitions for _, written_for, _, _ in rows):
+        found = {partition: (seq, epoch) for partition, _, seq, epoch in rows}
         return "per partition", {k: found.get(k, (0, 0)) for k in range(partitions)}
     lowest = min((seq for _, _, seq, _ in rows), default=0)
     return "whole log", {k: (lowest, 0) for k in range(partitions)}
@@ -42,9 +43,8 @@ def checkpoint_rows(engine: Engine, partitions: int) -> tuple[str, dict[int, tup
 async def leases_of(claim_log: ClaimLog, partitions: int) -> tuple[dict[int, tuple[str, int]], list[str]]:
     """Who holds each partition's live lease at which epoch, and the live workers (none without the bucket)."""
     js = claim_log.nc.jetstream(timeout=HEAD_TIMEOUT)
-    try:
-        kv = await js.key_value(leases_bucket(claim_log.stream))
-    except (BucketNotFoundError, NotFoundError):
+    kv = await find_bucket(js, LEASES, stream=claim_log.stream)
+    if kv is None:
         return {}, []
     leases = Leases(kv, "", js=js, bucket=leases_bucket(claim_log.stream))
     return await leases.holders(partitions), await leases.workers()

@@ -49,6 +49,12 @@ def claim_page_json(conn: Connection, key: str) -> tuple[bytes, int] | None:
     return shaped_page_json(conn, doc), version
 
 
+def claim_page_doc(conn: Connection, key: str) -> dict | None:
+    """A claim's stored page (by id or slug) as it is stored, parsed: for reads of one part of it."""
+    row = conn.execute(PAGE_BY_KEY, {"key": key}).first()
+    return None if row is None else json.loads(row.doc)
+
+
 def shaped_page_json(
     conn: Connection, doc: str, *, resolve_by_statement: Callable[[dict[str, dict]], None] | None = None
 ) -> bytes:

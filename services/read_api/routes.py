@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 from sqlalchemy import Engine
 
 from projections.page_model import ClaimPage
@@ -35,7 +35,7 @@ class ClaimSummary(BaseModel):
     technique: str | None
     lifecycle: str
     review_state: str
-    standing: str
+    standing: str = Field(description="Deprecated: read `evidence` and `counted_standing` (see CHANGELOG.md).")
     revision: int
     counts_toward_scorecard: bool
     unreviewed_model_draft: bool
@@ -45,6 +45,16 @@ class ClaimSummary(BaseModel):
     disagreements_open: int
     contention: int = Field(description="Open disagreements plus active contradicting sources (`sort=contested`).")
     last_seq: int = Field(description="The log sequence of the claim's last change: its version.")
+
+    @computed_field(description="What the claim's active sources say, whether or not the claim counts.")
+    @property
+    def evidence(self) -> str:
+        return self.standing
+
+    @computed_field(description="The standing the claim gives its technique; null when it counts for none.")
+    @property
+    def counted_standing(self) -> str | None:
+        return self.standing if self.counts_toward_scorecard else None
 
 
 class ClaimList(BaseModel):
@@ -61,7 +71,6 @@ class ClaimList(BaseModel):
     response_class=Response,
     responses={
         200: {"model": ClaimPage, "content": {"application/json": {}}},
-        400: {"model": ErrorBody},
         404: {"model": ErrorBody},
     },
     tags=["claims"],
@@ -83,7 +92,7 @@ async def get_claim(
 
 
 @router.get(
-    "/claims", response_model=ClaimList, responses={400: {"model": ErrorBody}}, tags=["claims"], dependencies=[Consistent]
+    "/claims", response_model=ClaimList, tags=["claims"], dependencies=[Consistent]
 )
 async def list_claims(
     db: DB, request: Request, query: Annotated[ListingQuery, Query()], as_of_seq: AsOfSeq = None, as_of: AsOfTime = None

@@ -23,10 +23,10 @@ from services.log import ClaimLog, connect
 from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
 from services.rebuild.diff import Diff, diff_generations
-from services.rebuild.parallel import Progress, build_in_parallel, reader_consumer, worker_consumer
+from services.rebuild.parallel import Progress, build_in_parallel, worker_consumer
+from services.rebuild.parallel_worker import REPLAY_BATCH
 from services.rebuild.some import PartialRebuildDisagrees, chosen_projections, copy_others, parked_in
-from services.rebuild.worker import REPLAY_BATCH
-from services.runtime.compose import nats_server, nats_tls, ready, stream_spec
+from services.runtime.from_settings import nats_server, nats_tls, ready, stream_spec
 from services.runtime.settings import Settings
 from services.store.generations import Generations
 
@@ -85,9 +85,9 @@ async def rebuild_generation(
 ) -> Rebuilt:
     """Build a new generation from the first event until it has caught up with the log; then switch to it.
 
-    A log of ``parallel_from`` events or more is first folded by ``workers`` processes (default: one
-    per core, at most four), each applying the events of its share of the claims into a place of its
-    own; their rows are then merged inside the database, and one projector catches up from there.
+    A partitioned log of ``parallel_from`` events or more is first folded by ``workers`` processes
+    (default: one per core, at most four, and no more than the log's partitions), each applying the
+    events of its partitions into a place of its own; their rows are then merged inside the database, and one projector catches up from there.
     With ``projections``, only those are folded from the first event, and the others' tables are
     copied from the active generation (services/rebuild/some.py).
     """
@@ -119,14 +119,14 @@ async def _build(
         nc = await connect(url, name="claimlog-replay", tls=nats_tls(settings))
         claim_log = ClaimLog(nc, stream_spec(settings))
         name = f"{settings.projector_name}-replay-g{number}"
-        parts = workers if workers is not None else default_workers()
+        parts = min(workers if workers is not None else default_workers(), claim_log.layout.partitions)
         try:
             await ready(claim_log)
             head = await claim_log.head()
             if chosen is not None:
                 await _fold_chosen(claim_log, generations, number, chosen, f"{name}-chosen", progress)
             elif parts > 1 and head >= parallel_from:
-                await build_in_parallel(claim_log, url, settings, generations, number, head, parts, name, progress)
+                await build_in_parallel(url, settings, generations, number, head, parts, name, progress)
             writer = CheckpointedWriter(generations.engine(number), build_projections())
             projector = Runner(claim_log, writer, name=name, batch=REPLAY_BATCH, linger=0.1)
             applied = await _catch_up(projector, claim_log, progress)
@@ -135,7 +135,7 @@ async def _build(
             return applied, await diff_generations(claim_log, generations.engine(generations.active_number()), generations.engine(number))
         finally:
             workers_own = [worker_consumer(name, part) for part in range(parts)]
-            await _forget_consumers(claim_log, [name, f"{name}-chosen", reader_consumer(name), *workers_own])
+            await _forget_consumers(claim_log, [name, f"{name}-chosen", *workers_own])
             await nc.close()
 
 

@@ -50,11 +50,11 @@ def copy_others(generations: Generations, number: int, chosen: set[str]) -> tupl
     copy = _copy_sqlite if generations.dialect == "sqlite" else _copy_postgresql
     rows, parked = copy(source, target, tables, [p.name for p in others])
     positions = {row[2] for row in rows}
-    if len(positions) > 1:  # projections, or the live projector's shares, caught between two batches
+    if len(positions) > 1:  # projections, or partitions, caught between two batches
         raise PartialRebuildDisagrees(f"the active projections stand at different positions {sorted(positions)}")
     position = positions.pop() if positions else 0
     with target.begin() as conn:
-        if rows:  # one row per projection (the live projector's shares all stand at that position)
+        if rows:  # one row per projection (every partition stands at that position)
             versions = {name: version for name, version, _ in rows}
             conn.execute(insert(checkpoints), [{"name": n, "version": v, "last_seq": position} for n, v in versions.items()])
         if claim_pages.name in tables and generations.dialect == "sqlite":  # the search index of the copied pages

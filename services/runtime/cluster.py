@@ -77,6 +77,7 @@ class LocalCluster:
         self.sync, self.stream, self.prefix = sync, stream, prefix
         self.nodes = self._layout(size)
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.replaced_configs: dict[Path, bytes | None] = {}  # what this start's configurations replaced (``put_back``)
 
     @property
     def tls(self) -> NatsTls:
@@ -155,7 +156,7 @@ class LocalCluster:
             node.home / "nats-server.conf",
             f'listen: "127.0.0.1:{node.port}"\nserver_name: "{node.name}"\n' + tls_block(certificate, verify=False),
             store_dir=node.home / "jetstream", sync=self.sync, data_dir=self.data_dir, stream=self.stream,
-            prefix=self.prefix,
+            prefix=self.prefix, replaced=self.replaced_configs,
             tail=f'cluster {{\n  name: "{CLUSTER_NAME}"\n  listen: "127.0.0.1:{node.route_port}"\n'
             + tls_block(certificate, verify=True, indent="  ")
             + f"  routes: [\n{routes}\n  ]\n}}\n",

@@ -29,10 +29,14 @@ URL_FILE = "nats.json"
 
 
 def write_server_config(
-    path: Path, head: str, *, store_dir: Path, sync: str, data_dir: Path, stream: str, prefix: str, tail: str = ""
+    path: Path, head: str, *, store_dir: Path, sync: str, data_dir: Path, stream: str, prefix: str, tail: str = "",
+    replaced: dict[Path, bytes | None] | None = None,
 ) -> Path:
     """A nats-server configuration readable by its owner only (it holds the roles' passwords): ``head``
-    (listen address, name), JetStream in ``store_dir``, ``tail`` (a cluster block), then the roles."""
+    (listen address, name), JetStream in ``store_dir``, ``tail`` (a cluster block), then the roles. The first
+    time a path is written, what it held (None: nothing) goes into ``replaced``, for ``put_back``."""
+    if replaced is not None and path not in replaced:
+        replaced[path] = path.read_bytes() if path.exists() else None
     passwords = {role: json.dumps(password) for role, password in role_passwords(data_dir).items()}
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.fchmod(fd, 0o600)  # also when the file was there before, with wider permissions
@@ -46,6 +50,18 @@ def write_server_config(
             + authorization_config(stream, passwords, prefix=prefix)
         )
     return path
+
+def put_back(replaced: dict[Path, bytes | None]) -> None:
+    """Put back the configurations ``write_server_config`` replaced: a start that is refused (a newer release's
+    roles on an older data directory) leaves the data directory as it found it."""
+    for path, before in replaced.items():
+        if before is None:
+            path.unlink(missing_ok=True)
+            continue
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(before)
+
 
 class EmbeddedNatsError(RuntimeError):
     """The embedded nats-server could not be started."""
@@ -112,6 +128,7 @@ class EmbeddedNats:
         self.port = port
         self.monitor_port = monitor_port  # the server's HTTP monitoring (/connz, /varz) on loopback; none by default
         self.stream, self.prefix = stream, prefix
+        self.replaced_configs: dict[Path, bytes | None] = {}  # what this start's configuration replaced (``put_back``)
         self.process: subprocess.Popen[bytes] | None = None
         self.url: str | None = None  # the address, without credentials
 
@@ -131,7 +148,7 @@ class EmbeddedNats:
             head += f'http: "127.0.0.1:{self.monitor_port}"\n'
         return write_server_config(
             self.data_dir / "nats-server.conf", head, store_dir=self.data_dir / "jetstream", sync=self.sync,
-            data_dir=self.data_dir, stream=self.stream, prefix=self.prefix,
+            data_dir=self.data_dir, stream=self.stream, prefix=self.prefix, replaced=self.replaced_configs,
         )
 
     def start(self, *, timeout: float = 20.0) -> str:

@@ -24,11 +24,14 @@ from services.log.names import (
     keys_bucket,
     leases_bucket,
     notice_subject,
+    object_stream,
+    tiles_bucket,
+    tlog_bucket,
 )
 from services.log.servers import inbox_prefix
 
 ROLES = ("admin", "writer", "producer", "projector", "reader")
-ACTORS_BUCKET = actors_bucket()  # the default registry's key-value bucket of actors and token hashes (services/actors.py)
+ACTORS_BUCKET = actors_bucket()  # the default registry's key-value bucket of actors and token hashes (services/identity/actors.py)
 USERS_FILE = "nats-users.json"
 
 
@@ -43,6 +46,7 @@ class Permissions:
 
     publish: tuple[str, ...]
     subscribe: tuple[str, ...]
+    deny_publish: tuple[str, ...] = ()  # within ``publish``, what stays closed (the key registry's subject)
 
 
 def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Permissions | None]:
@@ -52,6 +56,9 @@ def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Per
     their partition itself, and nothing else of another registry on the same server is open to it.
     """
     events = LogLayout(prefix).stream_subjects[0]
+    # The key registry's changes share the events' subject space (a claim token reserved for them):
+    # only admin, who keeps the registry, may publish them.
+    registry = (LogLayout(prefix).registry_subject("*"),)
     api = "$JS.API"
     read_log = (*_reads(stream), *_reads(bucket_stream(keys_bucket(stream))))  # the log and the public keys it is signed with
     consume = (
@@ -69,15 +76,18 @@ def role_permissions(stream: str, prefix: str = DEFAULT_PREFIX) -> dict[str, Per
         # ... and keeps the buckets all API processes share: slugs' owners and the rate limit.
         "writer": _own_replies(user_name("writer", stream), (events, f"{api}.INFO", *read_log, *_reads(bucket_stream(actors_bucket(stream))),
                                           *(s for kind in (SLUGS, RATES) for s in _keeps(bucket_name(kind, stream))),
-                                          *_sees_leases(stream)),
-                               also=(notice_subject(stream),)),
+                                          *_sees_leases(stream), *_reads_tlog(stream)),
+                               also=(notice_subject(stream),), deny=registry),
         # A direct producer (a service signing its own events with its own key) publishes events and reads what
         # an append needs: the stream's info and each claim's head (a direct get), and the key registry; not the
         # token store, the shared buckets or the leases. nats.js asks for the account's JetStream info first.
-        "producer": _own_replies(user_name("producer", stream), (events, f"{api}.INFO", *read_log)),
+        "producer": _own_replies(user_name("producer", stream), (events, f"{api}.INFO", *read_log), deny=registry),
         # A projector worker also keeps its leases: reads, compare-and-set writes and a key listing.
-        "projector": _own_replies(user_name("projector", stream), (*read_log, *consume, notice_subject(stream), *_kv_leases(stream))),
-        "reader": _own_replies(user_name("reader", stream), (*read_log, *_sees_leases(stream)), also=(notice_subject(stream),)),
+        # ... and, as the transparency log's integrator (``claimlog tlog integrate``), keeps its tree and tiles.
+        "projector": _own_replies(user_name("projector", stream), (*read_log, *consume, notice_subject(stream), *_kv_leases(stream),
+                                                                    *_keeps_tlog(stream))),
+        "reader": _own_replies(user_name("reader", stream), (*read_log, *_sees_leases(stream), *_reads_tlog(stream)),
+                               also=(notice_subject(stream),)),
     }
 
 
@@ -88,8 +98,8 @@ def user_name(role: str, stream: str = DEFAULT_STREAM) -> str:
     return role if stream == DEFAULT_STREAM else f"{role}_{stream}"
 
 
-def _own_replies(user: str, publish: tuple[str, ...], *, also: tuple[str, ...] = ()) -> Permissions:
-    return Permissions(publish, subscribe=(f"{inbox_prefix(user)}.>", *also))
+def _own_replies(user: str, publish: tuple[str, ...], *, also: tuple[str, ...] = (), deny: tuple[str, ...] = ()) -> Permissions:
+    return Permissions(publish, subscribe=(f"{inbox_prefix(user)}.>", *also), deny_publish=deny)
 
 
 def _keeps(bucket: str) -> tuple[str, ...]:
@@ -108,6 +118,32 @@ def _sees_leases(stream: str) -> tuple[str, ...]:
     """Read the partition leases and list the live workers, changing nothing: the API's health report
     names each worker and the partitions it holds (``services/read_api/partitions.py``)."""
     return _reads(bucket_stream(leases_bucket(stream)))
+
+
+def _reads_tlog(stream: str) -> tuple[str, ...]:
+    """Read the transparency log (``/log/``): its tree's bucket, and its tiles through the object store's
+    gets (an ordered consumer of the object's chunks, with flow control)."""
+    objects = object_stream(tiles_bucket(stream))
+    api = "$JS.API"
+    return (
+        *_reads(bucket_stream(tlog_bucket(stream))),
+        *_reads(objects),
+        f"{api}.CONSUMER.CREATE.{objects}",
+        f"{api}.CONSUMER.CREATE.{objects}.>",
+        f"{api}.CONSUMER.DELETE.{objects}.>",
+        f"$JS.FC.{objects}.>",
+    )
+
+
+def _keeps_tlog(stream: str) -> tuple[str, ...]:
+    """Keep the transparency log: its tree, checkpoint, lease and status, and write its tiles."""
+    tiles = tiles_bucket(stream)
+    return (
+        *_keeps(tlog_bucket(stream)),
+        *_reads_tlog(stream),
+        f"$O.{tiles}.>",
+        f"$JS.API.STREAM.PURGE.{object_stream(tiles)}",
+    )
 
 
 def _reads(stream: str) -> tuple[str, ...]:
@@ -131,11 +167,15 @@ def authorization_config(stream: str, passwords: Mapping[str, str], *, prefix: s
             continue
         users.append(
             f"{user}, permissions: {{\n"
-            f"      publish: {{allow: {_subjects(permissions.publish)}}}\n"
+            f"      publish: {{allow: {_subjects(permissions.publish)}{_denied(permissions.deny_publish)}}}\n"
             f"      subscribe: {{allow: {_subjects(permissions.subscribe)}}}\n"
             "    }}"
         )
     return "authorization {\n  users = [\n" + "\n".join(users) + "\n  ]\n}\n"
+
+
+def _denied(subjects: tuple[str, ...]) -> str:
+    return f", deny: {_subjects(subjects)}" if subjects else ""
 
 
 def _subjects(subjects: tuple[str, ...]) -> str:

@@ -54,6 +54,10 @@ class Settings(BaseSettings):
         le=MAX_PARTITIONS,
         description="Partitions the stream stores claims in, fixed when it is made (0: unpartitioned, as before partitions).",
     )
+    tlog_witnesses: str = Field(
+        default="",
+        description="The transparency log's witnesses: '<url> <vkey>' pairs, comma separated; each new checkpoint is pushed to them.",
+    )
     nats_replicas: int = Field(
         default=1, ge=1, le=5,
         description="Copies of everything claimlog keeps on NATS (the log and the token store): 3 on a cluster.",
@@ -85,10 +89,13 @@ class Settings(BaseSettings):
         default=32, ge=2, le=1000, description="JSON bodies nested deeper than this are refused with 422, unparsed."
     )
     rate_limit_per_minute: float = Field(
-        default=6000.0, ge=0, description="Writes each actor may make a minute, per API process; 0 turns the limit off."
+        default=6000.0, ge=0, description="Writes each actor may make a minute, across every API process of the registry; 0 turns the limit off."
     )
     rate_limit_burst: int = Field(default=1000, ge=1, description="Writes an actor may make at once before the rate applies.")
-    live_streams: int = Field(default=10_000, ge=1, description="Live streams (Server-Sent Events) one API process keeps open at once.")
+    live_streams: int = Field(
+        default=1_000, ge=1,
+        description="Live streams (Server-Sent Events) one API process keeps open at once (503 past it): what bench/live.py finds a process sustains.",
+    )
     live_streams_per_client: int = Field(default=16, ge=1, description="Live streams one client address may keep open on one API process.")
     ready_max_lag_events: int = Field(
         default=1000, ge=0, description="/health/ready answers 503 when a projection is more events than this behind the log."

@@ -14,10 +14,11 @@ from sqlalchemy import Engine, select
 from events import Event, UnknownEventError
 from events.envelope import CLAIM_ID_PATTERN
 from projections.base import Record
-from projections.claim_page import apply, derive
+from projections.claim_page import apply, derive, facts_of
 from projections.page_model import PAGE, ClaimPage
-from projections.repeats import Key, Repeats, folded_before, key_of
+from projections.repeats import Key, folded_before, key_of
 from projections.tables import page_snapshots
+from services.admission import Admitted, Gate, InOrder, gate_for
 from services.log import MAX_SEQ, ClaimLog, StoredEvent
 from services.timeline.cache import ClaimEvents
 
@@ -91,27 +92,27 @@ def is_claim_id(key: str) -> bool:
     return re.fullmatch(CLAIM_ID_PATTERN, key) is not None
 
 
-def records(claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None = None) -> Iterator[Record]:
-    """The claim's readable events up to ``as_of``, as the projector sees them (unreadable ones and repeats skipped)."""
-    for item, event in _readable(claim_id, stored, as_of):
+def records(claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None = None, *, gate: Gate | None = None) -> Iterator[Record]:
+    """The claim's admitted events up to ``as_of``, as the projector folds them (the refused skipped)."""
+    for item, event in _readable(claim_id, stored, as_of, gate=gate):
         yield Record(item.seq, item.stored_at, event)
 
 
 def _readable(
-    claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None, folded: Mapping[Key, int] | None = None
+    claim_id: str, stored: Iterable[StoredEvent], as_of: AsOf | None, folded: Mapping[Key, int] | None = None, *,
+    gate: Gate | None = None, start: ClaimPage | None = None,
 ) -> Iterator[tuple[StoredEvent, Event]]:
-    """The claim's events the projector folds, up to ``as_of``: not unreadable, not repeats of an id
-    folded before (``folded``: those folded before ``stored``, with where)."""
-    repeats = Repeats(folded)
+    """The claim's events the gate admits (services/admission/), up to ``as_of`` (``folded``: the event ids
+    admitted before ``stored``, with where; ``start``: the page they follow, whose facts the rules read).
+    ``gate``: the key registry's (without one, none is required)."""
+    facts = {claim_id: facts_of(start, claim_id)} if start is not None else None
+    in_order = InOrder(gate or Gate(), folded=folded, facts=facts)
     for item in stored:
         if as_of is not None and not as_of.includes(item):
             return  # stored times and sequences only grow: nothing later was stored by then
-        try:
-            event = item.event
-        except UnknownEventError:
-            continue  # the projector records these as unreadable and applies nothing
-        if event.claim_id == claim_id and repeats.first_seq(event, item.seq) is None:
-            yield item, event
+        verdict = in_order.admit(item)
+        if isinstance(verdict, Admitted) and verdict.event.claim_id == claim_id:
+            yield item, verdict.event
 
 
 def fold_page(
@@ -121,12 +122,13 @@ def fold_page(
     *,
     start: ClaimPage | None = None,
     folded: Mapping[Key, int] | None = None,
+    gate: Gate | None = None,
 ) -> ClaimPage | None:
     """The claim's page as it stood at ``as_of`` (None if it was not drafted by then): its events folded
     from the first, or from ``start`` (a snapshot) on with the events stored after it (``folded``: the
     event ids the snapshot folded that they may repeat)."""
     page = start
-    for item, event in _readable(claim_id, stored, as_of, folded):  # the records, without building each one
+    for item, event in _readable(claim_id, stored, as_of, folded, gate=gate, start=start):  # the records, without building each one
         page = apply(page, event, item.seq, item.stored_at)
     return derive(page) if page is not None else None
 
@@ -157,7 +159,7 @@ async def page_json_as_of(
         return None
     doc = cache.page(claim_id, included[-1].seq) if cache is not None else None
     if doc is None:
-        page = fold_page(claim_id, included)
+        page = fold_page(claim_id, included, gate=await gate_for(claim_log, (item.signature for item in included)))
         doc = PAGE.dump_json(page) if page is not None else None
         if cache is not None and doc is not None:
             cache.keep_page(claim_id, included[-1].seq, doc)
@@ -201,7 +203,7 @@ def _folded_by(engine: Engine, snapshot: Snapshot, stored: list[StoredEvent]) ->
     keys = set()
     for item in stored:
         with contextlib.suppress(UnknownEventError):
-            keys.add(key_of(item.event))
+            keys.add(key_of(item.event))  # of every message, admitted or not: the lookup only narrows
     with engine.connect() as conn:
         return {key: seq for key, seq in folded_before(conn, keys).items() if seq <= snapshot.seq}
 
@@ -212,7 +214,8 @@ async def _page_from_snapshot(claim_log: ClaimLog, claim_id: str, as_of: AsOf | 
     included = list(itertools.takewhile(as_of.includes, stored)) if as_of is not None else stored
     if not included:  # nothing stored after the snapshot by then: the page is the snapshot
         return snapshot.doc.encode()
-    page = fold_page(claim_id, included, start=PAGE.validate_json(snapshot.doc), folded=_folded_by(snapshots, snapshot, included))
+    gate = await gate_for(claim_log, (item.signature for item in included))
+    page = fold_page(claim_id, included, start=PAGE.validate_json(snapshot.doc), folded=_folded_by(snapshots, snapshot, included), gate=gate)
     assert page is not None  # the snapshot's page is there to fold into
     return PAGE.dump_json(page)
 

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from events import Actor, Event, UnknownEventError
-from events.subjects import claim_and_type
+from events import Actor, Event
+from events.envelope import actor_label
+from events.imported import page_drafter_label
 from projections.claim_page import apply
 from projections.page_model import ClaimPage
-from projections.repeats import Repeats, repeat_reason
+from services.admission import Admitted, Gate, InOrder, Refused
 from services.log import StoredEvent
 
 DRAFTED = "ClaimDrafted"
@@ -43,14 +44,25 @@ class Entry:
     actor: Actor | None = None
     revision: int | None = None  # the claim's revision once this event was applied
     diff: list[Change] | None = None  # for drafts, revisions and source corrections
-    unreadable: str | None = None  # why the projections could not read the event, or did not fold it (a repeat)
+    unreadable: str | None = None  # why the gate refused it (services/admission/): no projection folded it
 
 
 def _claim_fields(page: ClaimPage | None, event: Event) -> dict[str, Any]:
     if page is None:
         return {}
     fields = ("statement", "capability", "technique", "observed_on")
-    return {**{name: getattr(page, name) for name in fields}, "falsifier": page.notes.falsifier_now, "revision": page.revision}
+    claim = {name: getattr(page, name) for name in fields}
+    return {**claim, **_drafter(page), "falsifier": page.notes.falsifier_now, "revision": page.revision}
+
+
+def _drafter(page: ClaimPage) -> dict[str, str]:
+    """Of a draft imported from a page: who the page says drafted it, and who imported it from which page."""
+    notes = page.notes
+    if notes.drafted_by is None:
+        return {}  # the event's actor drafted it: the entry names it
+    said = page_drafter_label(notes.drafted_by.kind, notes.drafted_by.model)
+    by = notes.drafted.by
+    return {"drafted_by": f"{said}; imported by {actor_label(by.id, by.kind, by.model)} from {notes.drafted.imported_from}"}
 
 
 def _source_fields(page: ClaimPage | None, event: Event) -> dict[str, Any]:
@@ -67,24 +79,23 @@ DIFFED: dict[str, Callable[[ClaimPage | None, Event], dict[str, Any]]] = {
 }
 
 
-def claim_history(claim_id: str, stored: Iterable[StoredEvent]) -> list[Entry] | None:
-    """Every event of the claim with its diff, folded as the projector folds it; None if it was never drafted."""
+def claim_history(claim_id: str, stored: Iterable[StoredEvent], *, gate: Gate | None = None) -> list[Entry] | None:
+    """Every event of the claim with its diff, folded as the projector folds it; None if it was never drafted.
+
+    A message the gate refuses (``gate``: the key registry's; without one, no signature is required) is
+    listed with why, and never as the act of the actor its body names: no actor, no event id."""
     page: ClaimPage | None = None
     entries: list[Entry] = []
-    repeats = Repeats()  # the claim's own ids: as many as the entries it returns
+    in_order = InOrder(gate or Gate())  # the claim's own ids: as many as the entries it returns
     for item in stored:
-        try:
-            event = item.event
-        except UnknownEventError as error:
-            entries.append(Entry(seq=item.seq, stored_at=item.stored_at, type=claim_and_type(item.subject)[1], unreadable=str(error)))
+        verdict = in_order.admit(item)
+        if isinstance(verdict, Refused):
+            entries.append(Entry(seq=item.seq, stored_at=item.stored_at, type=verdict.type, unreadable=verdict.reason))
             continue
+        if not isinstance(verdict, Admitted):
+            continue  # a key-registry change (its subject is never a claim's): a fact of the registry, no claim's act
+        event = verdict.event
         if event.claim_id != claim_id:
-            continue
-        if (first := repeats.first_seq(event, item.seq)) is not None:  # folded by no projection
-            entries.append(Entry(
-                seq=item.seq, stored_at=item.stored_at, type=event.type, event_id=event.event_id,
-                occurred_at=event.occurred_at, actor=event.actor, unreadable=repeat_reason(event.event_id, first),
-            ))
             continue
         view = DIFFED.get(event.type)
         before = view(page, event) if view else {}

@@ -14,11 +14,10 @@ import asyncio
 from collections import Counter, OrderedDict
 from datetime import datetime
 
-from events import UnknownEventError
 from projections.claim_page import apply, derive
 from projections.claim_pages import page_row
 from projections.page_model import ClaimPage
-from projections.repeats import Repeats
+from services.admission import Admitted, Gate, InOrder, gate_for
 from services.log import ClaimLog, StoredEvent
 from services.timeline.as_of import AsOf
 
@@ -54,7 +53,7 @@ class RegistryHistory:
         self._summaries: OrderedDict[int, list[dict]] = OrderedDict()
         self._times: dict[datetime, int] = {}  # times already resolved to the last sequence stored by then
         self._pages: dict[str, ClaimPage] = {}
-        self._repeats = Repeats()  # the event ids folded: an id per event, as the pages hold an entry per event
+        self._in_order = InOrder(Gate())  # the gate, and the event ids folded: an id per event, as the pages hold an entry per event
         self._seq = 0  # the fold has read the log through this sequence
         self._last_time: datetime | None = None  # store time of the last event folded
 
@@ -105,6 +104,7 @@ class RegistryHistory:
             batch = await claim_log.read_log(after_seq=self._seq, limit=min(READ_PAGE, through - self._seq))
             if not batch:
                 return False
+            self._in_order.gate = await gate_for(claim_log, (stored.signature for stored in batch))
             for stored in batch:
                 if stored.seq > through:
                     return False
@@ -115,18 +115,16 @@ class RegistryHistory:
 
     def _apply(self, stored: StoredEvent) -> None:
         self._seq, self._last_time = stored.seq, stored.stored_at
-        try:
-            event = stored.event
-        except UnknownEventError:
-            return  # skipped, as the projector skips it
-        if self._repeats.first_seq(event, stored.seq) is not None:
-            return  # a repeat of an event id its claim folded: skipped, as the projector skips it
+        verdict = self._in_order.admit(stored)
+        if not isinstance(verdict, Admitted):
+            return  # refused by the gate: skipped, as the projector skips it
+        event = verdict.event
         page = apply(self._pages.get(event.claim_id), event, stored.seq, stored.stored_at)
         if page is not None:
             self._pages[event.claim_id] = page
 
     def _restart(self) -> None:
-        self._pages, self._repeats, self._seq, self._last_time = {}, Repeats(), 0, None
+        self._pages, self._in_order, self._seq, self._last_time = {}, InOrder(Gate()), 0, None
 
     @staticmethod
     def _remember(kept: OrderedDict[int, list[dict]], seq: int, rows: list[dict], keep: int) -> list[dict]:

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from services.actors import ActorStore
+from services.identity.actors import ActorStore
 from services.log import ClaimLog, StreamSpec, connect
 from services.runtime.cluster import LocalCluster
 from services.runtime.db import make_engine, upgrade

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from services.actors import BUCKET
+from services.identity.actors import BUCKET
 from services.log import ClaimLog, StreamSpec, connect
 from services.runtime.cluster import LocalCluster
 from services.runtime.embedded import EmbeddedNats

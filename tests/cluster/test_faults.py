@@ -1,6 +1,7 @@
 """Losing a node loses nothing: kill -9 the log's leader during writes, bring it back, then kill -9 the node that
-leads the token store. Every acknowledged event is in the log exactly once, writes resume within seconds of
-each kill, and the read models (PostgreSQL) equal a clean replay of the log."""
+leads the token store. Every acknowledged event is in the log exactly once, writes resume by themselves after
+each kill, and the read models (PostgreSQL) equal a clean replay of the log. How soon they resume is a figure of
+bench/failover.py, not a bound here: an election takes NATS's election timeout and more on a loaded machine."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from sqlalchemy import Engine
 
 from projections.registry import build_projections
-from services.actors import BUCKET
+from services.identity.actors import BUCKET
 from services.log import ClaimLog
 from services.projector import Projector
 from services.runtime.cluster import LocalCluster
@@ -22,9 +23,10 @@ from services.store.generations import Generations
 from tests.conftest import random_claim_id
 from tests.integration.command_api import Api, draft, running_api
 from tests.integration.live_projection import assert_equals_a_full_rebuild
+from tests.waiting import until
 
 pytestmark = pytest.mark.cluster
-RESUME_WITHIN = 10.0  # seconds from a kill to the next acknowledged write
+RESUME_WITHIN = 60.0  # seconds from a kill to the next acknowledged write past which writes are stuck, not slow
 
 
 class Writer:
@@ -77,7 +79,9 @@ async def leader_of(claim_log: ClaimLog, stream: str) -> str:
 
 
 async def kill(cluster: LocalCluster, writer: Writer, node: str) -> float:
-    await asyncio.sleep(0.5)  # writes in flight when the node dies
+    acknowledged = len(writer.acked_at)
+    await until(lambda: len(writer.acked_at) >= acknowledged + 3, what="writes acknowledged before the kill", timeout=30)
+    # ...and the writer goes straight on to its next: a write is in flight when the node dies.
     killed_at = time.monotonic()
     cluster.kill_node(node)
     return await writer.resumed_after(killed_at)
@@ -89,7 +93,6 @@ async def test_killing_the_log_leader_then_the_token_store_leader_loses_no_ackno
     async for api in running_api(replicated_log, pg_engine):
         writer = Writer(api)
         writing = asyncio.create_task(writer.run())
-        await asyncio.sleep(1)
 
         log_leader = await leader_of(replicated_log, "CLAIMS")
         first = await kill(cluster, writer, log_leader)

@@ -37,3 +37,4 @@ async def test_status_with_the_majority_lost_calls_its_own_node_reachable_and_no
     assert code == 1 and nats["nodes"][survivor]["reachable"], nats
     assert any("the log (CLAIMS) has no leader" in problem for problem in nats["problems"]), nats["problems"]
     assert not any("behind by 0" in problem for problem in nats["problems"]), nats["problems"]
+    assert "did not answer" in report["signing"].get("unknown", "") or "required_after" in report["signing"], report["signing"]

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from services.actors import BUCKET, ActorStore
+from services.identity.actors import BUCKET, ActorStore
 from services.log import ClaimLog, LogConfigError, NatsTls, StreamSpec, connect
 from services.projector.leases import BUCKET as LEASES
 from services.projector.leases import Leases
 from services.runtime.cluster import LocalCluster
-from services.runtime.compose import ensure_log, open_log
+from services.runtime.from_settings import ensure_log, open_log
 from services.runtime.settings import Settings
 
 pytestmark = pytest.mark.cluster

@@ -27,7 +27,10 @@ def status(cluster: LocalCluster, postgres_url: str) -> tuple[int, dict]:
     done = subprocess.run(
         [sys.executable, "-m", "services.cli", "status", "--json"], env=env, capture_output=True, text=True, timeout=60
     )
-    return done.returncode, json.loads(done.stdout)
+    try:
+        return done.returncode, json.loads(done.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(f"claimlog status --json printed no JSON (exit {done.returncode}): {done.stdout!r}\n{done.stderr}") from None
 
 
 async def test_health_and_status_show_the_nodes_the_leader_and_a_killed_node(

@@ -17,7 +17,7 @@ import pytest
 
 from services.log import ClaimLog, LogError, NatsTls, StreamSpec, connect
 from services.runtime.cluster import LocalCluster
-from services.runtime.compose import nats_tls
+from services.runtime.from_settings import nats_tls
 from services.runtime.local_ca import server_certificates
 from services.runtime.settings import Settings
 from tests.builders import drafted

@@ -58,7 +58,7 @@ def test_up_cluster_runs_three_nodes_that_the_other_commands_find_and_a_second_s
         nodes = json.loads((data_dir / "nats.json").read_text())["pids"]
         assert len(nodes) == 3 and all((data_dir / f"node-{i}" / "jetstream").is_dir() for i in (1, 2, 3))
         children = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True).stdout.split()
-        assert sorted(int(pid) for pid in children if int(pid) in nodes) == sorted(nodes) and len(children) == 3 + 2
+        assert sorted(int(pid) for pid in children if int(pid) in nodes) == sorted(nodes) and len(children) == 3 + 3  # projector, tlog, api
 
         added = run("actors", "add", "ada", "--kind", "person", cwd=tmp_path, env=env)
         assert added.returncode == 0 and added.stdout.startswith("clm_"), added.stderr

@@ -15,16 +15,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
+from tests.e2e.browsing import chromium
 from tests.e2e.test_up import free_port, wait_for_page
+from tests.waiting import until_sync
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 SAMPLE_CLAIMS = ("CLM-0338", "CLM-0501", "CLM-0631")
 REDOC_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
 
@@ -77,32 +76,6 @@ def claimlog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Claimlog]:
         process.terminate()
         output, _ = process.communicate(timeout=30)
     assert process.returncode == 0, output
-
-
-def chromium(*, javascript: bool) -> WebDriver:
-    """Headless Debian Chromium, its console kept (where the browser reports what a page's policy blocked)."""
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.fail(
-            f"{CHROMIUM} and {CHROMEDRIVER} are needed: apt-get install -y chromium chromium-driver (.ci/run does)"
-        )
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,1800"):
-        options.add_argument(argument)
-    if not javascript:
-        options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    driver.set_page_load_timeout(30)
-    return driver
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
-    """JavaScript off: the pages must work without it."""
-    driver = chromium(javascript=False)
-    yield driver
-    driver.quit()
 
 
 def text_of(browser: WebDriver, css: str) -> str:
@@ -198,7 +171,7 @@ def test_a_withdrawn_source_stays_struck_through_with_who_withdrew_it_and_why(
     assert struck.text.startswith("Validated by: F1 on seven QA benchmarks")
     assert "line-through" in struck.value_of_css_property("text-decoration-line")
     assert "imported by claimlog-ingest (service)" in source.text
-    assert "Withdrawn by grace (person) on 20" in source.text and f"Why: {reason}" in source.text
+    assert "Withdrawn by grace (person) on 20" in source.text and f"UTC: {reason}" in source.text
     assert text_of(browser, "#withdrawn-count") == "1"
     browser.save_screenshot(str(tmp_path / "CLM-0338-withdrawn.png"))
 
@@ -224,7 +197,8 @@ def test_corrections_disagreements_reviews_and_a_revised_falsifier_show_with_who
     assert "citation now “arXiv:2601.00001”. Why: The paper has an id now." in text_of(browser, f"#source-{source_id}")
     rejected = text_of(browser, "#disagreement-horizon")
     assert "Filed by ada (person)" in rejected and "GSM-Infinite varies the horizon" in rejected
-    assert "Resolved: rejected, by ada (person)" in rejected
+    assert "resolved\nRejected by ada (person)" in rejected or "resolved Rejected by ada (person)" in rejected
+    assert "Answered by ada (person) on 20" in rejected and "UTC: GSM-Infinite varies the horizon" in rejected
     assert f"About source {source_id}" in text_of(browser, "#disagreement-judge")
     assert "1 open, 1 resolved" in text_of(browser, "#status")
     assert "1 by a person, 0 by AI" in text_of(browser, "#status")
@@ -233,7 +207,7 @@ def test_corrections_disagreements_reviews_and_a_revised_falsifier_show_with_who
     reviews = browser.find_elements(By.CSS_SELECTOR, "#reviews li")
     assert reviews[0].text.startswith("sound, confidence medium, of revision 1: Checked the tables.")
     assert reviews[1].find_element(By.TAG_NAME, "del").text.startswith("unsound")
-    assert "Why: Reviewed the wrong paper." in reviews[1].text
+    assert "withdrawn Withdrawn by ada (person) on 20" in reviews[1].text and "UTC: Reviewed the wrong paper." in reviews[1].text
     notes = text_of(browser, "#notes")
     assert "Falsifier as drafted: On long-horizon tasks" in notes
     assert "Falsifier as it stands now: Segment rewards trail sparse rewards at matched compute." in notes
@@ -319,14 +293,63 @@ def test_the_api_docs_run_from_files_the_api_serves_within_their_policy(claimlog
         driver.quit()
 
 
-def test_an_open_claim_page_shows_a_write_within_a_second_with_javascript_on(claimlog: Claimlog, tmp_path: Path):
+def open_disagreements_shown(driver: WebDriver, claim_id: str) -> str:
+    return driver.find_element(By.CSS_SELECTOR, f"tr#{claim_id} td.open-disagreements").text
+
+
+def test_without_javascript_the_listing_shows_every_claim_with_its_counts_and_names_its_stream(
+    claimlog: Claimlog, browser: WebDriver
+):
+    listed = httpx.get(f"{claimlog.url}/claims", params={"limit": 100}, timeout=15).json()["items"]
+    open_page(browser, f"{claimlog.url}/pages/claims")
+    rows = browser.find_elements(By.CSS_SELECTOR, "table.listing tbody tr")
+    assert [row.get_attribute("id") for row in rows] == [claim["claim_id"] for claim in listed]
+    for claim in listed:
+        assert open_disagreements_shown(browser, claim["claim_id"]) == str(claim["disagreements_open"])
+    assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-live") == "/live"
+    assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-live-open") is None  # no script ran
+
+    open_page(browser, f"{claimlog.url}/pages/claims?as_of_seq=1")  # a past listing never changes: no stream
+    assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-live") is None
+
+
+def test_an_open_listing_shows_a_new_disagreement_in_its_count_with_javascript_on(claimlog: Claimlog, tmp_path: Path):
+    """live.js on the listing: the registry's stream says a claim changed, and the listing's results are
+    fetched again and swapped in; no reload, and the search box keeps what was typed into it."""
+    token = claimlog.token_for("lovelace")
+    driver = chromium(javascript=True)
+    try:
+        open_page(driver, f"{claimlog.url}/pages/claims")
+        driver.execute_script("document.body.dataset.marker = 'same document'")
+        driver.find_element(By.CSS_SELECTOR, "input[name=q]").send_keys("half typed")
+        until_sync(lambda: driver.execute_script("return document.body.dataset.liveOpen") == "true", what="the live stream")
+        before = int(open_disagreements_shown(driver, "CLM-0338"))
+        seq = claimlog.send(token, "file_disagreement", claim_id="CLM-0338", disagreement_id="listing-live",
+                            argument="Seven benchmarks share most of their questions' sources.")
+        now = claimlog.page_json("CLM-0338", after=seq)["counts"]["disagreements_open"]
+        assert now == before + 1
+        # The row is replaced while it is read: an element gone stale is read again.
+        WebDriverWait(driver, 10, poll_frequency=0.05, ignored_exceptions=[StaleElementReferenceException]).until(
+            lambda d: open_disagreements_shown(d, "CLM-0338") == str(now),
+            message=f"the listing did not show the new count: {driver.get_log('browser')}",
+        )
+        assert driver.execute_script("return document.body.dataset.marker") == "same document"  # not reloaded
+        assert int(driver.execute_script("return document.body.dataset.shownSeq")) >= seq
+        assert driver.find_element(By.CSS_SELECTOR, "input[name=q]").get_attribute("value") == "half typed"
+        assert not blocked(driver)
+        driver.save_screenshot(str(tmp_path / "listing-live.png"))
+    finally:
+        driver.quit()
+
+
+def test_an_open_claim_page_shows_a_write_without_a_reload_with_javascript_on(claimlog: Claimlog, tmp_path: Path):
     """live.js: the page hears of the commit on its live stream and fetches itself again; no reload."""
     driver = chromium(javascript=True)
     try:
         driver.get(f"{claimlog.url}/pages/claims/CLM-0501")
         WebDriverWait(driver, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
         driver.execute_script("document.body.dataset.marker = 'same document'")
-        time.sleep(0.5)  # the stream is open
+        until_sync(lambda: driver.execute_script("return document.body.dataset.liveOpen") == "true", what="the live stream")
         token = claimlog.token_for("hopper")
         argument = "The horizon effect is shown on synthetic tasks only."
         written = time.monotonic()
@@ -340,6 +363,103 @@ def test_an_open_claim_page_shows_a_write_within_a_second_with_javascript_on(cla
         assert int(driver.execute_script("return document.body.dataset.shownSeq")) >= seq
         assert not blocked(driver)
         driver.save_screenshot(str(tmp_path / "CLM-0501-live.png"))
-        assert shown_after < 1.0, f"the page showed the write {shown_after:.2f} s after it was acknowledged"
+        print(f"the page showed the write {shown_after:.2f} s after it was acknowledged")  # how soon: bench/latency.py, not a timed test
+    finally:
+        driver.quit()
+
+
+LONG_PAGE = "CLM-0777"
+OUTCOME_WORDS = ("Upheld", "Rejected", "Withdrawn")
+
+
+def _page_with_many_disagreements(claimlog: Claimlog, many: int) -> str:
+    """A sample page's text under a new id and slug, with ``many`` disagreements: every other one answered, four
+    of every five resolved (by turns upheld, rejected and withdrawn), the rest open."""
+    text = httpx.get(f"{claimlog.url}/claims/CLM-0631/text", timeout=15).text
+    lines = text.replace("CLM-0631", LONG_PAGE).splitlines(keepends=True)
+    lines[0] = "a-claim-with-many-disagreements" + lines[0][lines[0].index(" "):]
+    section = ["Disagreements\n"]
+    for n in range(many):
+        section.append(f"- Filed by alice (person): Objection number {n}: the ablation leaves out a baseline.\n")
+        if n % 2 == 0:
+            section.append(f"  Answered by reviewer-7 (model: judge model 2): An answer to objection {n}.\n")
+        if n % 5:
+            section.append(f"  {OUTCOME_WORDS[n % 3]} by carol (person).\n")
+    invitation = next(at for at, line in enumerate(lines) if line.startswith("Disagreeing is the most useful"))
+    return "".join(lines[:invitation] + section + lines[invitation:])
+
+
+def _document_height(browser: WebDriver) -> float:
+    """The laid-out height of the whole page, in CSS pixels (read by the driver: the page runs no script)."""
+    return browser.find_element(By.TAG_NAME, "html").rect["height"]
+
+
+def _long_page(claimlog: Claimlog, tmp_path: Path) -> dict:
+    """``LONG_PAGE`` ingested (again: an import adds nothing the log holds) and shown whole: its JSON page."""
+    (tmp_path / "PAGE.txt").write_text(_page_with_many_disagreements(claimlog, 150))
+    subprocess.run(
+        [sys.executable, "-m", "services.cli", "ingest", str(tmp_path / "PAGE.txt")],
+        cwd=claimlog.cwd, env=claimlog.env, capture_output=True, text=True, timeout=120, check=True,
+    )
+    return until_sync(
+        lambda: (found := httpx.get(f"{claimlog.url}/claims/{LONG_PAGE}", timeout=15)).status_code == 200
+        and len(found.json()["disagreements"]) >= 150 and found.json()["counts"]["disagreements_resolved"] == 120
+        and found.json(),
+        timeout=60, what=f"{LONG_PAGE} with its 150 disagreements",
+    )
+
+
+def test_a_claim_with_many_disagreements_folds_the_resolved_ones_under_their_exact_count(
+    claimlog: Claimlog, browser: WebDriver, tmp_path: Path
+):
+    page = _long_page(claimlog, tmp_path)
+    assert len(page["disagreements"]) == 150
+    counts = page["counts"]
+    assert (counts["disagreements_open"], counts["disagreements_resolved"]) == (30, 120)
+
+    open_page(browser, f"{claimlog.url}/pages/claims/{LONG_PAGE}")
+    folded_height = _document_height(browser)
+    browser.save_screenshot(str(tmp_path / "folded.png"))
+    assert "30 open, 120 resolved" in text_of(browser, "#status")
+    opened = browser.find_elements(By.CSS_SELECTOR, "#open-disagreements > li.disagreement.open")
+    assert len(opened) == 30 and all(each.is_displayed() for each in opened)
+    fold = browser.find_element(By.CSS_SELECTOR, "details#resolved-disagreements")
+    assert fold.get_attribute("open") is None
+    outcomes = {word.lower(): sum(1 for d in page["disagreements"] if d["outcome"] == word.lower()) for word in OUTCOME_WORDS}
+    assert sum(outcomes.values()) == 120
+    summary = ", ".join(f"{n} {outcome}" for outcome, n in outcomes.items())
+    assert fold.find_element(By.TAG_NAME, "summary").text == f"120 resolved disagreements: {summary}"
+    hidden = fold.find_elements(By.CSS_SELECTOR, "li.disagreement.resolved")
+    assert len(hidden) == 120 and not any(each.is_displayed() for each in hidden)
+
+    fold.find_element(By.TAG_NAME, "summary").click()  # a click opens it: no script needed
+    until_sync(lambda: fold.get_attribute("open") is not None, what="the fold opening")
+    unfolded_height = _document_height(browser)
+    assert all(each.is_displayed() for each in hidden)
+    print(f"{LONG_PAGE}: {folded_height:.0f} px folded, {unfolded_height:.0f} px unfolded")
+    assert folded_height < 0.4 * unfolded_height, (folded_height, unfolded_height)
+
+
+def test_a_fold_the_reader_opened_stays_open_when_the_page_shows_a_write(claimlog: Claimlog, tmp_path: Path):
+    """live.js swaps in the page fetched again after a change: the resolved disagreements a reader unfolded
+    stay unfolded, and the new disagreement shows among the open ones."""
+    _long_page(claimlog, tmp_path)
+    driver = chromium(javascript=True)
+    try:
+        driver.get(f"{claimlog.url}/pages/claims/{LONG_PAGE}")
+        until_sync(lambda: driver.execute_script("return document.body.dataset.liveOpen") == "true", what="the live stream")
+        fold = driver.find_element(By.CSS_SELECTOR, "details#resolved-disagreements")
+        fold.find_element(By.TAG_NAME, "summary").click()
+        until_sync(lambda: fold.get_attribute("open") is not None, what="the fold opening")
+
+        argument = "The fold should not close while I read it."
+        token = claimlog.token_for("lovelace")
+        claimlog.send(token, "file_disagreement", claim_id=LONG_PAGE, disagreement_id="while-reading", argument=argument)
+        until_sync(
+            lambda: argument in (driver.execute_script("return document.getElementById('open-disagreements').textContent") or ""),
+            timeout=10, what="the page showing the write",
+        )
+        assert driver.find_element(By.CSS_SELECTOR, "details#resolved-disagreements").get_attribute("open") is not None
+        assert not blocked(driver)
     finally:
         driver.quit()

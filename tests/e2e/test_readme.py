@@ -68,9 +68,13 @@ def test_the_quick_start_commands_work_against_a_running_claimlog(tmp_path: Path
             capture_output=True, text=True, timeout=60,
         )
         assert session.returncode == 0, session.stderr
-        written, _, page = session.stdout.partition('"last_seq":22}')  # curl prints the two bodies back to back
+        written, _, page = session.stdout.partition('"last_seq":24}')  # curl prints the two bodies back to back
         assert '"command":"file_disagreement"' in written, session.stdout
         assert "Two backbones are too few" in page, session.stdout
+        assert "the same page" in page, session.stdout  # the entered page's text came back as it was written
+        entered = (tmp_path / "PAGE.txt").read_text()
+        assert entered.startswith("my-first-page CLM-0632") and "CLM-0631" not in entered
+        assert httpx.get(f"http://127.0.0.1:{port}/claims/my-first-page").json()["claim_id"] == "CLM-0632"
         disagreement = httpx.get(f"http://127.0.0.1:{port}/claims/CLM-0338").json()["disagreements"][0]
         assert disagreement["filed"]["by"] == {"id": "grace", "kind": "person", "model": None}
     finally:
@@ -120,7 +124,7 @@ def test_every_test_the_docs_cite_exists():
     for document in (README, *(path.read_text() for path in sorted((ROOT / "docs").glob("*.md")))):
         for cell in document.split("|"):
             path = None
-            for directory, file, name in re.findall(r"`(?:(tests/[a-z]+)/)?(test_[a-z0-9_]+\.py)?(?:::(test_[a-z0-9_]+))?`", cell):
+            for directory, file, name in re.findall(r"`(?:(tests/[a-z0-9]+)/)?(test_[a-z0-9_]+\.py)?(?:::(test_[a-z0-9_]+))?`", cell):
                 if file:
                     path = ROOT / (directory or "tests/integration") / file
                     assert path.is_file(), f"{path.relative_to(ROOT)} is cited but does not exist"

@@ -74,9 +74,9 @@ def test_up_serves_the_sample_pages_and_stops_everything_cleanly(tmp_path: Path,
         assert len(page["related"]) == 5
         nats_pid = json.loads((tmp_path / ".claimlog" / "nats.json").read_text())["pid"]
         children = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True).stdout.split()
-        assert len(children) == 2 + 1  # projector, api and the embedded nats-server
+        assert len(children) == 3 + 1  # projector, the transparency log's integrator, api and the embedded nats-server
         services = dict(nats_user_of(int(pid)) for pid in children if int(pid) != nats_pid)
-        assert services == {"projector": "projector", "api": "writer"}
+        assert services == {"projector": "projector", "tlog": "projector", "api": "writer"}
     finally:
         process.send_signal(stop_signal)
         output, _ = process.communicate(timeout=30)

@@ -1,8 +1,9 @@
 """The fault-injection suite's fixtures, and its report: what each scenario injected and checked.
 
 Each scenario writes lines to ``fault_report``; they are printed (captured with the test's output)
-and recorded as a property, and ``pytest_terminal_summary`` prints every scenario's lines at the end
-of the run, passed or failed, so CI output shows them without ``-s``.
+and recorded as a property, and tests/conftest.py's ``pytest_terminal_summary`` prints every scenario's
+lines at the end of the run, passed or failed, so CI output shows them without ``-s`` (from there, as the
+top conftest is the one pytest-xdist's controlling process loads).
 """
 
 from __future__ import annotations
@@ -37,29 +38,6 @@ def fault_report(request: pytest.FixtureRequest) -> Iterator[Callable[[str], Non
     yield report
     lines.append(f"took {time.monotonic() - started:.1f}s")
     request.node.user_properties.append(("fault_report", "\n".join(lines)))
-
-
-OUTCOMES: dict[str, str] = {}  # test id -> passed / failed
-REPORTS: dict[str, str] = {}  # test id -> its fault report
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when == "call" or report.failed:
-        OUTCOMES[report.nodeid] = "failed" if report.failed else report.outcome
-    for name, value in report.user_properties:
-        if name == "fault_report":
-            REPORTS[report.nodeid] = value
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ANN001 - pytest's hook
-    if not REPORTS:
-        return
-    terminalreporter.section("fault injection: what was injected and checked")
-    for nodeid, text in REPORTS.items():
-        outcome = OUTCOMES.get(nodeid, "error")
-        terminalreporter.write_line(f"{nodeid.split('::')[-1]} [{outcome}]")
-        for line in text.splitlines():
-            terminalreporter.write_line(f"    {line}")
 
 
 @dataclass

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from sqlalchemy import Engine, func, select
 
-from bench.workload import claim_events
 from events.subjects import LogLayout, event_subject
 from projections.checksum import table_checksums
 from projections.registry import build_projections
@@ -25,6 +24,7 @@ from services.log.chain import chain
 from services.projector.runner import Runner, Scope
 from services.projector.writer import CheckpointedWriter
 from services.runtime.db import make_engine, upgrade
+from tests.builders.workload import claim_events
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERLEAVE = 1000  # claims whose events are interleaved in the log, as pipelines and people interleave them

@@ -24,8 +24,8 @@ from tests.faults.slow_projector import slowed  # noqa: E402
 def stalling(trigger: Path):
     original = writer.without_repeats
 
-    def without_repeats(conn, records, subjects):
-        folded = original(conn, records, subjects)
+    def without_repeats(conn, records, subjects, **options):
+        folded = original(conn, records, subjects, **options)
         if records and trigger.exists() and not trigger.with_suffix(".stopped").exists():
             trigger.with_suffix(".stopped").write_text(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGSTOP)

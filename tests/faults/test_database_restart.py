@@ -50,7 +50,7 @@ async def outage(server: PrivatePostgres, mode: str, *, meanwhile=None) -> float
     await asyncio.to_thread(server.stop, mode)
     if meanwhile is not None:
         await meanwhile
-    await asyncio.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - stopped)))
+    await asyncio.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - stopped)))  # the fault is an outage this long
     await asyncio.to_thread(server.start)
     return time.monotonic() - stopped
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 import nats.errors
 import pytest
 
-from bench.workload import claim_events
 from services.audit.verify import Report, check_log
 from services.log import (
     ClaimLog,
@@ -29,6 +28,7 @@ from services.log import (
     connect,
 )
 from services.runtime.embedded import EmbeddedNats
+from tests.builders.workload import claim_events
 from tests.faults.conftest import sqlite_url
 from tests.faults.harness import (
     CleanReplay,
@@ -39,6 +39,7 @@ from tests.faults.harness import (
     stop,
     wait_for_checkpoint,
 )
+from tests.waiting import until
 
 PRODUCERS = 4
 CLAIMS_PER_PRODUCER = 30
@@ -103,7 +104,7 @@ async def produce(url: str, first_claim: int, stop: asyncio.Event, produced: Pro
                 heads[claim_id] = (appended.last_seq, appended.last_hash)
                 if not queue:
                     del pending[claim_id]
-                await asyncio.sleep(0.002)
+                await asyncio.sleep(0.002)  # pace the appends so the kills land among them
     finally:
         await nc.close()
 
@@ -145,7 +146,7 @@ async def test_after_nats_server_is_killed_mid_stream_every_acknowledged_event_i
     outages = []
     try:
         for _ in range(NATS_KILLS):
-            await asyncio.sleep(rng.uniform(1.0, 2.0))
+            await asyncio.sleep(rng.uniform(1.0, 2.0))  # the fault: a kill at a random moment of the writing
             assert not any(p.done() for p in producers), "the producers finished before every kill"
             async with asyncio.timeout(10):  # the kill lands on an append waiting for its answer
                 while produced.in_flight == 0:
@@ -156,11 +157,12 @@ async def test_after_nats_server_is_killed_mid_stream_every_acknowledged_event_i
             # is sent again, whether or not the server took it before the kill (one still in the client's
             # buffer would otherwise go out on reconnect and be answered in time, and the kill miss).
             down = rng.uniform(APPEND_TIMEOUT + 0.2, APPEND_TIMEOUT + 1.0)
-            await asyncio.sleep(down)
+            await asyncio.sleep(down)  # the fault: the server down this long
             started = time.monotonic()
             await asyncio.to_thread(server.start)
             outages.append((acknowledged, down, time.monotonic() - started))
-        await asyncio.sleep(1.0)  # the producers go on against the restarted server
+        restarted = len(produced.appends)  # the producers go on against the restarted server
+        await until(lambda: len(produced.appends) >= restarted + 10, what="appends acknowledged after the last restart", timeout=30)
         stop_producing.set()
         async with asyncio.timeout(60):
             await asyncio.gather(*producers)

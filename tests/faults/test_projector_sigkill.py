@@ -55,7 +55,7 @@ async def kill_during_replay(
         for target in targets:
             previous = killed[-1][0] if killed else 0
             await wait_for_checkpoint(engine, beyond=max(target, previous), timeout=90, process=projector)
-            await asyncio.sleep(rng.uniform(0.0, 0.15))
+            await asyncio.sleep(rng.uniform(0.0, 0.15))  # the fault: a kill at a random point of a batch
             sigkill(projector)
             left = checkpoint(engine)
             killed.append((left, time.monotonic() - started))

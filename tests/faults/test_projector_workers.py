@@ -74,15 +74,15 @@ class Scene:
     def positions(self) -> dict[int, int]:
         """Each partition's checkpoint (the lowest over the projections)."""
         with self.engine.connect() as conn:
-            rows = conn.execute(select(checkpoints).where(checkpoints.c.shares == PARTITIONS)).all()
+            rows = conn.execute(select(checkpoints).where(checkpoints.c.partitions == PARTITIONS)).all()
         at: dict[int, int] = {}
         for row in rows:
-            at[row.share] = min(at.get(row.share, row.last_seq), row.last_seq)
+            at[row.partition] = min(at.get(row.partition, row.last_seq), row.last_seq)
         return at
 
     def epochs(self) -> dict[int, int]:
         with self.engine.connect() as conn:
-            rows = conn.execute(select(checkpoints.c.share, checkpoints.c.epoch).where(checkpoints.c.shares == PARTITIONS)).all()
+            rows = conn.execute(select(checkpoints.c.partition, checkpoints.c.epoch).where(checkpoints.c.partitions == PARTITIONS)).all()
         return {share: epoch for share, epoch in rows}
 
     async def last_of_each_partition(self) -> dict[int, int]:

@@ -14,9 +14,13 @@ from sqlalchemy import Engine
 from events import Event, encode
 from projections.registry import build_projections
 from services.log import ClaimLog
+from services.log.reader import ClaimReader
+from services.log.tlog_store import TlogStore
 from services.projector import Projector
+from services.tlog.integrator import Integrator
 from tests.builders import attached, drafted, filed, history, reviewed, withdrawn
 from tests.conftest import random_claim_id
+from tlog.note import Ed25519Signer
 
 
 async def write_claims(claim_log: ClaimLog, count: int = 4) -> list[str]:
@@ -75,3 +79,15 @@ def verify_json(*args: str, nats_url: str, database_url: str | None = None, cwd:
     done = claimlog("verify", "--json", *args, nats_url=nats_url, database_url=database_url, cwd=cwd)
     assert done.stdout, done.stderr
     return done.returncode, json.loads(done.stdout)
+
+
+async def integrate(nc: nats.NATS, signer: Ed25519Signer, **options: object) -> Integrator:
+    """Bring the transparency log of CLAIMS up to the head of the log, as the registry's integrator does
+    (``options``: the Integrator's, ``holder`` "one" unless given); the integrator, its tree as it left it."""
+    store = await TlogStore.open(nc, "CLAIMS")
+    integrator = Integrator(nc, store, signer, holder=options.pop("holder", "one"), **options)
+    integrator.tree = await integrator.open_tree()
+    async with ClaimReader(nc, "CLAIMS") as reader:
+        while await integrator.round(reader):
+            pass
+    return integrator

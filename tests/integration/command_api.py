@@ -12,8 +12,8 @@ from sqlalchemy import Engine
 
 from events import Actor
 from projections.registry import build_projections
-from services.actors import ActorStore
 from services.http.app import attach_log, create_app
+from services.identity.actors import ActorStore
 from services.log import ClaimLog
 from services.projector import Projector
 

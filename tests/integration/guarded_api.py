@@ -11,8 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
 
 from projections.registry import build_projections
-from services.actors import ActorStore
 from services.http.app import attach_log, create_app
+from services.identity.actors import ActorStore
 from services.log import ClaimLog
 from services.projector import Projector
 from services.read_api.guards import Guards

@@ -6,12 +6,10 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from sqlalchemy import Engine
-
 from projections.checksum import table_checksums
 from projections.registry import build_projections
 from services.log import ClaimLog
-from services.projector import Projector
+from services.projector import LiveProjector
 from services.rebuild.replay import rebuild_generation
 from services.runtime.settings import Settings
 from services.store.generations import Generations
@@ -20,14 +18,14 @@ from tests.integration.test_projector import append_history
 
 @asynccontextmanager
 async def live_projector(
-    claim_log: ClaimLog, engine: Engine, generations: Generations, claims: list[str], *, batch: int
-) -> AsyncIterator[Projector]:
+    claim_log: ClaimLog, generations: Generations, claims: list[str], *, batch: int
+) -> AsyncIterator[LiveProjector]:
     """The claims' histories appended, then a projector of every projection running (and following a switch
     of generation) until the block ends."""
     for claim_id in claims:
         await append_history(claim_log, claim_id)
     stop = asyncio.Event()
-    live = Projector(claim_log, engine, build_projections(), name="live", batch=batch, generations=generations)
+    live = LiveProjector(claim_log, generations, build_projections(), name="live", batch=batch)
     running = asyncio.create_task(live.run(stop))
     try:
         yield live

@@ -43,7 +43,7 @@ async def test_a_caught_up_registry_stands_at_the_head_whatever_its_empty_partit
         await claim_log.append(claim, history(claim), expected_seq=0, prev_hash=None)
     head = await fold_every_partition(claim_log, engine)
     with engine.connect() as conn:
-        rows = conn.execute(select(checkpoints.c.share, checkpoints.c.last_seq).where(checkpoints.c.name == "claim_pages")).all()
+        rows = conn.execute(select(checkpoints.c.partition, checkpoints.c.last_seq).where(checkpoints.c.name == "claim_pages")).all()
     assert len(rows) == 16 and sorted(seq for _, seq in rows)[0] == 0  # partitions that hold no event stand at 0
     assert head > 3
 

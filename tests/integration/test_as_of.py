@@ -121,6 +121,37 @@ async def test_a_claim_not_drafted_then_is_not_found_and_a_bad_point_is_refused(
     assert "time zone" in (await api.http.get(f"/claims/{claim}", params=refused["no zone"])).json()["message"]
 
 
+async def test_a_pages_text_as_of_a_point_is_its_text_as_it_stood_then(api: Api):
+    claim = random_claim_id()
+    first = await send_all(api, claim, [("draft_claim", "drafter", {k: v for k, v in draft(claim).items() if k != "claim_id"}),
+                                        *first_steps()[1:]])
+    then = await api.http.get(f"/claims/{claim}/text", params={"after": first})
+    then_page = await api.page(claim, after=first)
+    last = await send_all(api, claim, later_steps())
+    now = (await api.http.get(f"/claims/{claim}/text", params={"after": last})).text
+    assert then.status_code == 200 and then.text != now
+    assert "Planning before acting helps small models on math." in now
+
+    for params in ({"as_of_seq": first}, {"as_of": then_page["as_of_time"]}, {"as_of_seq": last - 1}):
+        past = await api.http.get(f"/claims/{claim}/text", params=params)
+        assert past.status_code == 200, (params, past.text)
+        assert past.headers["content-type"].startswith("text/plain")
+        if "as_of_seq" in params and params["as_of_seq"] == last - 1:
+            assert past.text not in (then.text, now)  # revised, the review not recorded yet
+        else:
+            assert past.text == then.text, params
+    assert (await api.http.get(f"/claims/{then_page['slug']}/text", params={"as_of_seq": first})).text == then.text
+    assert (await api.http.get(f"/claims/{claim}/text", params={"as_of_seq": last})).text == now
+
+    not_drafted = await api.http.get(f"/claims/{claim}/text", params={"as_of_seq": 0})
+    assert not_drafted.status_code == 404 and not_drafted.json()["error"] == "claim_not_found"
+    assert "as of" in not_drafted.json()["message"]
+    for params in ({"as_of_seq": "abc"}, {"as_of_seq": first, "as_of": then_page["as_of_time"]}, {"as_of": "yesterday"}):
+        refused = await api.http.get(f"/claims/{claim}/text", params=params)
+        assert refused.status_code == 400, (params, refused.text)
+        assert refused.json()["error"] == "bad_as_of"
+
+
 async def test_the_scorecard_as_of_a_point_is_the_live_scorecard_captured_then(api: Api):
     capability = f"Capability {random_claim_id()}"
     claims = [random_claim_id() for _ in range(3)]

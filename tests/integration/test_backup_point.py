@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from services.actors import ActorStore
 from services.audit.backup import backup, restore
 from services.commands import parse_command
 from services.commands.service import CommandService
 from services.commands.slugs import SLUGS, slug_owners
+from services.identity.actors import ActorStore
 from services.log import ClaimLog, StreamSpec, connect
 from services.log.buckets import bucket_keys
 from services.log.names import bucket_name
@@ -71,7 +71,7 @@ async def test_a_backup_taken_while_claims_are_drafted_is_one_point_of_the_log(s
     try:
         restored_log = ClaimLog(nc, StreamSpec("CLAIMS"))
         await restored_log.ensure()
-        done = await restore(restored_log, tmp_path / "backup", replicas=1)
+        done = await restore(restored_log, tmp_path / "backup", replicas=1, data_dir=tmp_path / "data")
         keys = await bucket_keys(nc.jetstream(), bucket_name(SLUGS), "slug.")
         owners = [(await slug_owners(restored_log).holder(key.removeprefix("slug."))).claim_id for key in keys]
         assert done.slugs == len(owners) == len(exported) == manifest["head"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import io
 import json
 import os
 import subprocess
@@ -10,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.workload import write_commands
 from events import Actor
-from services.actors import ActorStore
-from services.commands.bulk import BulkIngest
-from services.commands.bulk_lines import read_commands
-from services.commands.state import claim_state
+from services.admission import Gate  # no keys: these logs are unsigned
+from services.commands.claim_state import claim_state
+from services.identity.actors import ActorStore
+from services.ingest.bulk import BulkIngest
+from services.ingest.bulk_lines import read_commands
 from services.log import ClaimLog
+from tests.builders.workload import write_commands
 
 BOT = Actor(id="ingest-bot", kind="model", model="pipeline-2")
 
@@ -62,7 +65,7 @@ async def test_each_bad_line_is_reported_with_its_number_and_the_rest_applies(cl
         (7, "claim_not_found"), (8, "claim_not_found"),
     ]
     assert (report.accepted, report.present) == (3, 0)
-    state = claim_state("CLM-0100", await claim_log.read_claim("CLM-0100"))
+    state = claim_state("CLM-0100", await claim_log.read_claim("CLM-0100"), Gate())
     assert set(state.sources) == {"s1"} and state.drafted
 
 
@@ -105,3 +108,39 @@ async def test_bulk_ingest_needs_a_live_token(nats_url: str, claim_log: ClaimLog
     forged = claimlog("ingest", str(path), nats_url=nats_url, token="clm_forged", cwd=tmp_path)
     assert forged.returncode == 2 and "unknown or revoked" in forged.stderr
     assert await claim_log.head() == 0
+
+
+async def test_garbage_collection_is_the_commands_policy_not_the_ingests(nats_url: str, claim_log: ClaimLog, token: str, tmp_path: Path):
+    # Freezing what lives is process-wide: ``BulkIngest`` leaves it to its ``after_batch`` hook, which
+    # ``claimlog ingest`` (``services/ingest/cli.py``) sets to ``gc.freeze`` after each acknowledged batch.
+    from rich.console import Console
+
+    from services.ingest.bulk_lines import iter_commands
+    from services.ingest.cli import ingest_commands
+    from services.runtime.settings import Settings
+
+    path = tmp_path / "commands.jsonl"
+    write_commands(path, claims=300, per_claim=2)
+    gc.unfreeze()
+    try:
+        calls = []
+        report = await BulkIngest(claim_log, BOT, batch=100, after_batch=lambda: calls.append(gc.get_freeze_count())).run(
+            iter_commands(path)
+        )
+        assert report.accepted == 600 and len(calls) >= 6  # once for each acknowledged batch
+        assert gc.get_freeze_count() == 0 and set(calls) == {0}
+        again = write_lines(tmp_path / "more.jsonl", [DRAFT])
+        settings = Settings(nats_url=nats_url, data_dir=tmp_path / "data")
+        assert await ingest_commands(settings, again, token, Console(file=io.StringIO())) == 0
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
+async def test_a_draft_too_large_for_a_transparency_log_entry_refuses_its_line_only(claim_log: ClaimLog, tmp_path: Path):
+    huge = {**DRAFT, "claim_id": "CLM-0400", "slug": "huge", "statement": "é" * 19_000, "observed_on": "ö" * 19_000}
+    path = write_lines(tmp_path / "commands.jsonl", [DRAFT, huge, {**DRAFT, "claim_id": "CLM-0500", "slug": "after"}])
+    lines, errors = read_commands(path, BOT)
+    report = await BulkIngest(claim_log, BOT, window=4).run(lines)
+    assert [(e.number, e.reason) for e in errors + report.rejected] == [(2, "event_too_large")]
+    assert report.accepted == 2 and not await claim_log.read_claim("CLM-0400")

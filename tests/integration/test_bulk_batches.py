@@ -8,18 +8,23 @@ import asyncio
 import json
 import logging
 import threading
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from bench.workload import write_commands
 from events import Actor
-from services.commands.bulk import BulkIngest
-from services.commands.bulk_lines import LineError, Parsed, iter_commands
-from services.commands.state import claim_state
+from events.envelope import utc_now
+from services.admission import Gate  # no keys: these logs are unsigned
+from services.commands.claim_state import claim_state
+from services.commands.decide import Context, decide
+from services.commands.models import parse_command
+from services.ingest.bulk import BulkIngest
+from services.ingest.bulk_lines import LineError, Parsed, iter_commands, with_event_id
 from services.log import ClaimLog, ConflictError, StreamSpec, connect
 from services.log.batches import AtomicBatches
 from services.log.stream import StreamConfig
+from tests.builders.workload import write_commands
 
 BOT = Actor(id="ingest-bot", kind="model", model="pipeline-2")
 WRITER = Actor(id="other-writer", kind="person")
@@ -50,8 +55,8 @@ def attach_from_another_process(nats_url: str, claim_id: str, source_id: str, *,
         nc = await connect(nats_url)
         log = ClaimLog(nc, StreamSpec("CLAIMS"))
         for _ in range(20):
-            state = claim_state(claim_id, await log.read_claim(claim_id))
-            ctx = Context(WRITER, new_event_id(), utc_now(), prev_hash=state.head_hash)
+            state = claim_state(claim_id, await log.read_claim(claim_id), Gate())
+            ctx = Context(actor=WRITER, event_id=new_event_id(), now=utc_now(), prev_hash=state.head_hash)
             events = decide(parse_command(json.dumps(command or attach(claim_id, source_id))), state, ctx)
             try:
                 await log.append(claim_id, events, expected_seq=state.head_seq, prev_hash=state.head_hash)
@@ -81,7 +86,7 @@ async def test_another_writer_mid_run_costs_only_the_lines_its_event_makes_fail(
                 attach_from_another_process(nats_url, conflicted, "s4")
             yield item
 
-    caplog.set_level(logging.INFO, logger="services.commands.bulk")
+    caplog.set_level(logging.INFO, logger="services.ingest.bulk")
     ingest = BulkIngest(claim_log, BOT, batch=5, read_ahead=5)
     in_flight = []
     send = AtomicBatches.send
@@ -98,7 +103,7 @@ async def test_another_writer_mid_run_costs_only_the_lines_its_event_makes_fail(
     assert f"claims moved: ['{conflicted}']" in caplog.text
     assert caplog.text.count("was refused") == 1  # the batch sent after the refused one (other claims) landed on its own
     assert max(in_flight) == 1  # each batch of five other claims went out while the one before it was synced
-    state = claim_state(conflicted, await claim_log.read_claim(conflicted))
+    state = claim_state(conflicted, await claim_log.read_claim(conflicted), Gate())
     assert set(state.sources) == {"s1", "s2", "s3", "s4"}
 
 
@@ -109,12 +114,12 @@ async def test_a_claim_taken_to_be_new_that_has_events_is_read_and_its_lines_dec
     path = write_lines(tmp_path / "commands.jsonl", [
         draft("CLM-0001"), attach("CLM-0001", "s1"), draft("CLM-0002"), attach("CLM-0002", "s1"), draft("CLM-0003"),
     ])
-    caplog.set_level(logging.INFO, logger="services.commands.bulk")
+    caplog.set_level(logging.INFO, logger="services.ingest.bulk")
     report = await BulkIngest(claim_log, BOT).run(iter_commands(path))
     assert "was refused" in caplog.text  # its lines start with its draft: taken to be new, its batch expected no events
     assert [(e.number, e.reason) for e in report.rejected] == [(1, "claim_exists")]
     assert (report.accepted, await claim_log.head()) == (4, 5)
-    state = claim_state("CLM-0001", await claim_log.read_claim("CLM-0001"))
+    state = claim_state("CLM-0001", await claim_log.read_claim("CLM-0001"), Gate())
     assert state.drafted_by.id == WRITER.id and set(state.sources) == {"s1"}
 
 
@@ -189,15 +194,67 @@ async def test_pages_import_in_one_batch_and_a_page_whose_claim_moved_meanwhile_
 
 
 async def test_a_claim_held_while_its_read_ahead_is_under_way_keeps_the_held_state(claim_log: ClaimLog, tmp_path: Path):
-    from services.commands.bulk_claims import ClaimCache, ClaimSlot
+    from services.ingest.bulk_claims import ClaimCache, ClaimSlot
 
     write_lines(tmp_path / "setup.jsonl", [draft("CLM-0001")])
     await BulkIngest(claim_log, BOT).run(iter_commands(tmp_path / "setup.jsonl"))
     cache = ClaimCache(claim_log, capacity=8)
     reading = asyncio.ensure_future(cache.prefetch({"CLM-0001", "CLM-0002"}))
     await asyncio.sleep(0)  # the read has started: it waits for the server
-    deciding = ClaimSlot(claim_state("CLM-0001", []), acked_seq=1, unacked=3)  # a decision got there first
+    deciding = ClaimSlot(claim_state("CLM-0001", [], Gate()), acked_seq=1, unacked=3)  # a decision got there first
     cache.hold("CLM-0001", deciding)
     await reading
     assert cache.held("CLM-0001") is deciding
     assert cache.held("CLM-0002").acked_seq == 0
+
+
+@pytest.mark.parametrize("atomic", [True, False], ids=["atomic", "pipelined"])
+async def test_a_lines_derived_event_id_another_writer_sent_first_blocks_nothing(claim_log: ClaimLog, tmp_path: Path, atomic: bool):
+    if not atomic:
+        config = (await claim_log.nc.jetstream().stream_info(claim_log.stream)).config
+        config.allow_atomic = False
+        await claim_log.nc.jetstream().update_stream(config)
+    claim_id = "CLM-0001"
+    path = write_lines(tmp_path / "commands.jsonl", [draft(claim_id), attach(claim_id, "s1")])
+    items = list(iter_commands(path))
+    derived = with_event_id(items[1], BOT, Counter()).event_id  # the id the bot's line derives: anyone can compute it
+    first = await BulkIngest(claim_log, BOT).run(items[:1])
+    assert first.accepted == 1
+    # Another writer sends it first, as its own event id on the claim.
+    state = claim_state(claim_id, await claim_log.read_claim(claim_id), Gate())
+    ctx = Context(actor=WRITER, event_id=derived, now=utc_now(), prev_hash=state.head_hash)
+    events = decide(parse_command(json.dumps(attach(claim_id, "s9"))), state, ctx)
+    await claim_log.append(claim_id, events, expected_seq=state.head_seq, prev_hash=state.head_hash)
+
+    report = await BulkIngest(claim_log, BOT).run(list(iter_commands(path)))
+    assert (report.accepted, report.present, report.rejected) == (1, 1, [])
+    stored = await claim_log.read_claim(claim_id)
+    assert [(s.event.actor.id, s.event.event_id) for s in stored[1:]] == [(WRITER.id, derived), (BOT.id, derived)]
+    assert set(claim_state(claim_id, stored, Gate()).sources) == {"s1", "s9"}
+    again = await BulkIngest(claim_log, BOT).run(list(iter_commands(path)))
+    assert (again.accepted, again.present, again.rejected) == (0, 2, [])
+    assert await claim_log.head() == 3
+
+
+@pytest.mark.parametrize("atomic", [True, False], ids=["atomic", "pipelined"])
+async def test_a_forged_retraction_decides_no_bulk_line(claim_log: ClaimLog, tmp_path: Path, atomic: bool):
+    # Signatures required: an unsigned retraction "by the drafter", published past the API, is refused by the
+    # gate, so both bulk paths decide the claim's lines against the claim as every reader shows it: open.
+    from services.identity.keys import KeyRing
+    from tests.builders import retracted
+    from tests.builders.raw import publish_raw
+
+    if not atomic:
+        config = (await claim_log.nc.jetstream().stream_info(claim_log.stream)).config
+        config.allow_atomic = False
+        await claim_log.nc.jetstream().update_stream(config)
+    ring = await KeyRing.open(claim_log.nc, stream=claim_log.stream)
+    delegate, _ = await ring.add(Actor(id="claimlog-api", kind="service"), delegate=True)
+    await ring.require(await claim_log.head())
+    signed = ClaimLog(claim_log.nc, StreamSpec(claim_log.stream), signer=delegate)
+    claim_id = "CLM-0001"
+    first = await BulkIngest(signed, BOT).run(list(iter_commands(write_lines(tmp_path / "draft.jsonl", [draft(claim_id)]))))
+    assert first.accepted == 1
+    await publish_raw(signed, claim_id, retracted(claim_id, actor=BOT))  # unsigned: forged
+    report = await BulkIngest(signed, BOT).run(list(iter_commands(write_lines(tmp_path / "attach.jsonl", [attach(claim_id, "s1")]))))
+    assert (report.accepted, report.rejected) == (1, []), report.rejected

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from events import Actor
 from events.subjects import LogLayout
-from services.commands.bulk import BulkIngest
-from services.commands.bulk_claims import DEFAULT_CAPACITY
-from services.commands.bulk_lines import BulkReport, iter_commands
+from services.ingest.bulk import BulkIngest
+from services.ingest.bulk_claims import DEFAULT_CAPACITY
+from services.ingest.bulk_lines import BulkReport, iter_commands
 from services.log import ClaimLog, StreamSpec
 
 BOT = Actor(id="ingest-bot", kind="model", model="pipeline-2")

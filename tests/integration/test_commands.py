@@ -13,7 +13,7 @@ from events.claim import ClaimDrafted
 from events.envelope import utc_now
 from events.review import ReviewRecorded
 from services.commands import Rejected, parse_command
-from services.commands.service import CommandService
+from services.commands.service import CommandService, idempotent_event_id
 from services.http.app import create_app
 from tests.conftest import random_claim_id
 from tests.integration.command_api import ACTORS, Api, draft
@@ -129,24 +129,28 @@ async def test_an_idempotency_key_names_one_command_of_one_actor_on_one_claim(ap
     assert theirs.status_code == 201, theirs.text
 
 
-async def test_an_event_id_cannot_be_taken_from_another_writer(api: Api):
-    claim, other = random_claim_id(), random_claim_id()
-    for claim_id in (claim, other):
-        await api.send("draft_claim", "ada", **draft(claim_id))
-    event_id = "0190a000-0000-7000-8000-00000000c0de"
-    body = {"event_id": event_id, "disagreement_id": "d1", "argument": "Too small."}
-    squatted = await api.send("file_disagreement", "grace", claim_id=claim, **body)
-    assert squatted.status_code == 201
-    # Another claim: the writer's own event, stored, not a "duplicate" of grace's.
-    mine = await api.send("file_disagreement", "ada", claim_id=other, **body)
-    assert mine.status_code == 201 and mine.json()["duplicate"] is False and mine.json()["claim_id"] == other
-    # The same claim: refused, never answered with grace's event.
+async def test_an_event_id_another_writer_sent_first_blocks_nothing_of_yours(api: Api):
+    claim = random_claim_id()
+    await api.send("draft_claim", "ada", **draft(claim))
+    key = {"Idempotency-Key": "ada-key-7"}
+    # grace sends, as her own event id, the id ada's key will derive (the namespace is public).
+    event_id = idempotent_event_id(ACTORS["ada"], claim, "ada-key-7")
+    squatted = await api.send("file_disagreement", "grace", claim_id=claim, event_id=event_id, disagreement_id="d1", argument="Too small.")
+    assert squatted.status_code == 201, squatted.text
+    # ada's command with her key is her own event, stored and folded beside grace's.
+    mine = await api.send("file_disagreement", "ada", headers=key, claim_id=claim, disagreement_id="d2", argument="Wrong split.")
+    assert mine.status_code == 201 and mine.json()["duplicate"] is False, mine.text
+    assert mine.json()["events"][0]["event_id"] == event_id
+    # Each writer's repeat of its own id is still a duplicate, answered with its own event.
     head = await api.log.head()
-    taken = await api.send("file_disagreement", "ada", claim_id=claim, **{**body, "disagreement_id": "d2"})
-    assert taken.status_code == 409 and taken.json()["error"] == "event_id_taken", taken.text
+    again = await api.send("file_disagreement", "ada", headers=key, claim_id=claim, disagreement_id="d2", argument="Wrong split.")
+    assert again.status_code == 200 and again.json()["duplicate"] is True and again.json()["events"] == mine.json()["events"]
+    theirs = await api.send("file_disagreement", "grace", claim_id=claim, event_id=event_id, disagreement_id="d1", argument="Too small.")
+    assert theirs.status_code == 200 and theirs.json()["events"] == squatted.json()["events"]
     assert await api.log.head() == head
-    again = await api.send("file_disagreement", "grace", claim_id=claim, **body)
-    assert again.status_code == 200 and again.json()["events"] == squatted.json()["events"]
+    page = await api.page(claim, after=mine.json()["last_seq"])
+    filed = {d["disagreement_id"]: d["filed"]["by"]["id"] for d in page["disagreements"]}
+    assert filed == {"d1": "grace", "d2": "ada"}, page["disagreements"]
 
 
 async def test_a_claim_related_to_itself_is_refused_as_invalid(api: Api):

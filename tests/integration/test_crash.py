@@ -45,7 +45,7 @@ def checkpoint(engine: Engine) -> int:
 def positions(engine: Engine) -> dict[int, int]:
     """Each checkpoint row's partition and its position (the lowest over the projections)."""
     with engine.connect() as conn:
-        rows = conn.execute(select(checkpoints.c.share, func.min(checkpoints.c.last_seq)).group_by(checkpoints.c.share)).all()
+        rows = conn.execute(select(checkpoints.c.partition, func.min(checkpoints.c.last_seq)).group_by(checkpoints.c.partition)).all()
     return dict(rows)
 
 
@@ -89,7 +89,7 @@ async def test_sigkilled_projector_restarts_to_the_same_tables_as_a_clean_replay
     rng = random.Random(7)
     while not ingest.done() or len(killed_at) < 3:
         await wait_for_progress(engine, beyond=killed_at[-1] if killed_at else 0)
-        await asyncio.sleep(rng.uniform(0.0, 0.3))
+        await asyncio.sleep(rng.uniform(0.0, 0.3))  # the fault: a kill at a random moment of a batch
         projector.send_signal(signal.SIGKILL)
         projector.wait()
         killed_at.append(checkpoint(engine))

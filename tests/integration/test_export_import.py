@@ -173,3 +173,34 @@ async def test_events_stored_without_a_message_id_come_back_without_one_even_whe
         await nc.close()
     assert _identity(restored) == _identity(await _whole_log(claim_log))
     assert [s.msg_id is None for s in restored] == [False, True, True]
+
+
+async def test_an_exported_log_brings_its_key_registry_and_an_import_takes_the_logs_word_for_it(
+    nats_url: str, fresh_nats: str, claim_log: ClaimLog, tmp_path: Path
+):
+    """The key registry's changes are messages of the log: exported and imported byte for byte, folded into the
+    imported registry's bucket, and the signed events after the requirement are judged against them."""
+    from events import Actor
+    from services.identity.keys import KeyRing
+
+    ring = await KeyRing.open(claim_log.nc, stream=claim_log.stream, layout=claim_log.layout)
+    api, _ = await ring.add(Actor(id="claimlog-api", kind="service"), delegate=True)
+    await ring.require(await claim_log.head())
+    claim = random_claim_id()
+    signed = ClaimLog(claim_log.nc, StreamSpec("CLAIMS"), signer=api)
+    await signed.append(claim, [drafted(claim), attached(claim, "s1")], expected_seq=0, prev_hash=None)
+    exported = tmp_path / "log.jsonl"
+    assert claimlog("export", "--out", str(exported), nats_url=nats_url, cwd=tmp_path).returncode == 0
+
+    imported = claimlog("import", str(exported), nats_url=fresh_nats, cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    assert "unsigned" not in imported.stderr  # the registry's own changes are not unsigned claim events
+    nc = await connect(fresh_nats)
+    try:
+        restored = ClaimLog(nc, StreamSpec("CLAIMS"))
+        assert _identity(await _whole_log(restored)) == _identity(await _whole_log(claim_log))
+        assert await (await KeyRing.open(nc)).document() == await ring.document()
+    finally:
+        await nc.close()
+    code, report = verify_json("--skip-tables", nats_url=fresh_nats, cwd=tmp_path)
+    assert code == 0 and report["findings"] == [] and report["registry_changes"] == 2

@@ -56,6 +56,8 @@ def _sender(api: Api, loop: asyncio.AbstractEventLoop) -> Callable[[dict], httpx
 
     def send(kwargs: dict) -> httpx.Response:
         body = kwargs.get("data")
+        # As bytes: a generated bearer token may hold any character, and httpx encodes a str header as ASCII.
+        kwargs["headers"] = {name: value.encode() if isinstance(value, str) else value for name, value in kwargs["headers"].items()}
         if "json" in kwargs:
             request = api.http.request(
                 kwargs["method"], kwargs["url"], headers=kwargs["headers"], params=kwargs.get("params"), json=kwargs["json"]

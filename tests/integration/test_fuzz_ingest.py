@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from events import Actor
 from events.registry import decode
-from services.commands.bulk import BulkIngest
-from services.commands.bulk_lines import read_commands
+from services.ingest.bulk import BulkIngest
+from services.ingest.bulk_lines import read_commands
 from services.ingest.page_format import PageFormatError
 from services.ingest.pages import import_page, read_page, sample_pages
 from services.log import ClaimLog

@@ -7,8 +7,8 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine
 
 from services.log import ClaimLog, StreamSpec, connect
+from services.read_api.api_state import api_state
 from services.read_api.guards import Guards
-from services.read_api.state import api_state
 from tests.builders import drafted
 from tests.conftest import random_claim_id
 from tests.integration.guarded_api import guarded_api
@@ -51,7 +51,7 @@ async def test_unreadable_read_models_are_not_ready_but_the_process_is_live(
     claim_log: ClaimLog, engine: Engine, tmp_path: Path
 ):
     async for guarded in guarded_api(claim_log, engine):
-        api_state(guarded.app).engine = create_engine(f"sqlite:///{tmp_path / 'no-such-dir' / 'gone.sqlite3'}")
+        api_state(guarded.app).reads.engine = create_engine(f"sqlite:///{tmp_path / 'no-such-dir' / 'gone.sqlite3'}")
         http = guarded.api.http
         live = await http.get("/health/live")
         assert live.status_code == 200 and live.json() == {"status": "live"}

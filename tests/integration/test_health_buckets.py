@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from services.runtime.compose import ensure_log
+from services.runtime.from_settings import ensure_log
 from services.runtime.settings import Settings
 from tests.integration.command_api import Api
 

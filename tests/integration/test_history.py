@@ -105,7 +105,7 @@ async def test_claimlog_history_prints_the_events_and_their_changes(api: Api, na
     table = await asyncio.to_thread(runner.invoke, cli, ["history", claim], env=env)
     assert table.exit_code == 0, table.output
     assert "ClaimRevised" in table.stdout and "sources.s1.relation: 'supports' → 'validates'" in table.stdout
-    assert "drafter (model, drafter-2)" in table.stdout
+    assert "drafter (model: drafter-2)" in table.stdout
     as_json = await asyncio.to_thread(runner.invoke, cli, ["history", claim, "--type", "ClaimRevised", "--json"], env=env)
     assert [e["type"] for e in json.loads(as_json.stdout)] == ["ClaimDrafted", "ClaimRevised", "ClaimRevised"]
     missing = await asyncio.to_thread(runner.invoke, cli, ["history", random_claim_id()], env=env)

@@ -51,3 +51,18 @@ async def test_a_bad_page_does_not_stop_the_good_ones(nats_url: str, claim_log: 
     assert result.returncode == 1
     assert "1 pages published (7 events), 0 already in the log, 1 refused" in result.stderr
     assert f"{empty}:1:" in result.stderr
+
+
+async def test_a_run_whose_every_page_is_refused_shows_no_empty_bar_and_says_what_to_do(
+    nats_url: str, claim_log: ClaimLog, tmp_path: Path
+):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    result = claimlog("ingest", str(empty), nats_url=nats_url, cwd=tmp_path)
+    assert result.returncode == 1
+    said = " ".join(result.stderr.split())
+    assert "0/0" not in said and "-:--:--" not in said
+    assert f"{empty}:1:" in said
+    assert "0 pages published (0 events), 0 already in the log, 1 refused; nothing of a refused page was published: " \
+           "correct it at the line named and ingest it again" in said
+    assert await claim_log.head() == 0

@@ -38,7 +38,7 @@ async def test_a_lease_is_held_by_one_worker_renewed_at_a_higher_epoch_and_lapse
         assert renewed is not None and renewed.epoch > lease.epoch
         assert await first.renew(lease) is None  # an old revision renews nothing
         assert await second.holders(4) == {3: ("first", renewed.epoch)}
-        await asyncio.sleep(TTL * 1.5)
+        await asyncio.sleep(TTL * 1.5)  # the lease lapsing is what is tested: time must pass
         taken = await second.take(3)
         assert taken is not None and taken.epoch > renewed.epoch
         assert await first.renew(renewed) is None  # paused past its lease: the partition is another's
@@ -59,7 +59,7 @@ async def test_a_lease_given_back_is_taken_at_once_and_workers_are_live_while_th
         await first.leave()
         assert await second.take(0) is not None
         assert await second.workers() == ["second"]
-        await asyncio.sleep(TTL * 1.5)
+        await asyncio.sleep(TTL * 1.5)  # an announcement lapsing is what is tested: time must pass
         assert await second.workers() == []
     finally:
         await nc.close()

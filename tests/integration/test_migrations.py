@@ -20,6 +20,7 @@ from projections.tables import (
     alembic_filters,
     metadata,
 )
+from services.rebuild.replay import stale_projections
 from services.runtime.db import DatabaseNotReadyError, alembic_config, make_engine, require_current, upgrade
 from tests.conftest import _postgres_database
 
@@ -101,4 +102,40 @@ def test_a_downgrade_below_the_shares_refuses_while_shares_stand_apart_and_keeps
     command.downgrade(alembic_config(engine), "0012")
     with engine.connect() as conn:
         assert conn.execute(text("SELECT name, version, last_seq FROM projection_checkpoints")).all() == [("claim_pages", 1, 42)]
+    upgrade(engine)
+
+
+def test_checkpoint_rows_keep_their_partition_and_position_when_their_columns_are_renamed(engine: Engine):
+    command.downgrade(alembic_config(engine), "0015")  # the columns named share and shares
+    row = text("INSERT INTO projection_checkpoints (name, share, shares, version, last_seq, epoch) VALUES ('claim_pages', 3, 16, 1, 42, 7)")
+    with engine.begin() as conn:
+        conn.execute(row)
+    upgrade(engine)
+    with engine.connect() as conn:
+        kept = conn.execute(text('SELECT name, "partition", partitions, version, last_seq, epoch FROM projection_checkpoints')).all()
+    assert kept == [("claim_pages", 3, 16, 1, 42, 7)]
+    command.downgrade(alembic_config(engine), "0015")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT share, shares, last_seq FROM projection_checkpoints")).all() == [(3, 16, 42)]
+    upgrade(engine)
+
+
+def test_folded_events_gain_the_actor_in_their_key_and_the_projections_are_rebuilt_from_the_log(engine: Engine):
+    command.downgrade(alembic_config(engine), "0016")  # folded events keyed by event id and claim
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO folded_events (event_id, claim_id, seq) VALUES ('e1', 'CLM-0001', 5)"))
+        conn.execute(text(
+            'INSERT INTO projection_checkpoints (name, "partition", partitions, version, last_seq, epoch) VALUES '
+            "('claim_pages', 0, 1, 8, 42, 0), ('contributors', 0, 1, 3, 42, 0)"
+        ))
+    upgrade(engine)
+    assert inspect(engine).get_pk_constraint("folded_events")["constrained_columns"] == ["event_id", "claim_id", "actor_id"]
+    with engine.begin() as conn:
+        # Rows without their actor cannot stand: the table is filled again by the rebuild the versions ask for.
+        assert conn.execute(text("SELECT count(*) FROM folded_events")).scalar() == 0
+        rows = "('e1', 'CLM-0001', 'ada', 5), ('e1', 'CLM-0001', 'grace', 6)"
+        conn.execute(text(f"INSERT INTO folded_events (event_id, claim_id, actor_id, seq) VALUES {rows}"))
+    assert stale_projections(engine) == {"claim_pages": (8, 11), "contributors": (3, 6)}
+    command.downgrade(alembic_config(engine), "0016")
+    assert inspect(engine).get_pk_constraint("folded_events")["constrained_columns"] == ["event_id", "claim_id"]
     upgrade(engine)

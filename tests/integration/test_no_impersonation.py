@@ -17,10 +17,10 @@ import pytest
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import make_url
 
-import services.actors
+import services.identity.actors
 from events import Actor
-from services.actors import BUCKET, ActorKindFixed, ActorStore
 from services.http.app import attach_log, create_app
+from services.identity.actors import BUCKET, ActorKindFixed, ActorStore
 from services.log import ClaimLog
 from tests.conftest import POSTGRES_URL, random_claim_id
 from tests.integration.command_api import ACTORS, draft
@@ -43,8 +43,8 @@ async def test_a_token_is_kept_only_as_its_sha256_looked_up_by_it_and_compared_i
     assert list(stored) == [f"token.{hashlib.sha256(token.encode()).hexdigest()}"]
     assert all(token.encode() not in key.encode() + value for key, value in stored.items())
     compared = []
-    real = services.actors.hmac.compare_digest
-    monkeypatch.setattr(services.actors.hmac, "compare_digest", lambda a, b: compared.append((a, b)) or real(a, b))
+    real = services.identity.actors.hmac.compare_digest
+    monkeypatch.setattr(services.identity.actors.hmac, "compare_digest", lambda a, b: compared.append((a, b)) or real(a, b))
     assert await store.authenticate(token) == ACTORS["ada"]
     assert compared == [(record.token_id, record.token_id)]
     # A token one character off is another hash: another key, which is not there.

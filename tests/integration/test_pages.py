@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from html.parser import HTMLParser
 
 import pytest
@@ -212,7 +213,7 @@ async def test_the_claim_page_and_the_scorecard_show_a_past_point_of_the_log_und
     assert then.status_code == 200, then.text
     assert f"As it stood at <strong>log sequence {drafted}</strong>" in then.text
     assert f'<a href="/pages/claims/{claim}">As it is now</a>' in then.text
-    assert f'<a href="/claims/{claim}/history">its history</a>' in then.text
+    assert f'<a href="/pages/claims/{claim}/history">its history</a>' in then.text
     assert "No sources yet." in then.text and "Recall rises." not in then.text
 
     now = await api.http.get(f"/pages/claims/{claim}", params={"after": attached})
@@ -253,3 +254,38 @@ async def test_a_related_claims_label_is_checked_against_its_own_page(api: Api):
     await api.page(related, reviewed.json()["last_seq"])  # a claim's page waits for its own partition only
     [entry] = (await api.page(claim, reviewed.json()["last_seq"]))["related"]
     assert (entry["review_state_now"], entry["label_disagrees"]) == ("reviewed by a person", True)
+
+
+async def test_small_things_a_person_sees_an_icon_seconds_a_history_page_and_truncated_at_the_end(api: Api):
+    claim = random_claim_id()
+    drafted = (await api.send("draft_claim", "ada", **draft(claim))).json()["last_seq"]
+    await api.send("attach_source", "bot", claim_id=claim, source_id="s1", relation="validates",
+                   measured="Recall rises.", breadth="Measured: one seed, simulator only.", truncated=True)
+    last = (await api.send("revise_claim", "ada", claim_id=claim, statement="Planning helps small models on math.",
+                           reason="Narrower.")).json()["last_seq"]
+
+    page = await api.http.get(f"/pages/claims/{claim}", params={"after": last})
+    assert '<link rel="icon" href="/static/favicon.svg"' in page.text
+    icon = await api.http.get("/static/favicon.svg")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml") and "<svg" in icon.text
+    assert (await api.http.get("/favicon.ico", follow_redirects=True)).text == icon.text
+    # [truncated] where the registry's text has it: at the end, after the Measured line.
+    caveats = page.text[page.text.index('<div class="caveats">'):]
+    assert caveats.index("one seed, simulator only.") < caveats.index("[truncated]") < caveats.index("</div>")
+    text = (await api.http.get(f"/claims/{claim}/text")).text
+    assert "Measured: one seed, simulator only. [truncated]" in text
+
+    history = (await api.http.get(f"/claims/{claim}/history")).json()["events"]
+    stored = datetime.fromisoformat(history[0]["stored_at"])
+    then = await api.http.get(f"/pages/claims/{claim}", params={"as_of": stored.isoformat()})
+    assert f"As it stood at <strong>{stored.strftime('%Y-%m-%d %H:%M:%S')} UTC</strong>" in then.text
+    assert f'<a href="/pages/claims/{claim}/history">its history</a>' in then.text
+
+    listed = await api.http.get(f"/pages/claims/{claim}/history")
+    assert listed.status_code == 200 and listed.headers["content-type"].startswith("text/html")
+    assert f'<a href="/pages/claims/{claim}?as_of_seq={drafted}">{drafted}</a>' in listed.text
+    assert "ClaimDrafted" in listed.text and "ClaimRevised" in listed.text and "SourceAttached" in listed.text
+    assert "<del>Planning before acting helps small models.</del> → <ins>Planning helps small models on math.</ins>" in listed.text
+    assert "ada (person)" in listed.text and stored.strftime("%H:%M:%S") in listed.text
+    missing = await api.http.get(f"/pages/claims/{random_claim_id()}/history")
+    assert missing.status_code == 404 and "text/html" in missing.headers["content-type"]

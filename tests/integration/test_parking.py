@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -24,11 +22,11 @@ from services.projector import Projector
 from services.projector.parking import parked_count, parked_rows
 from services.projector.retry import retry_parked
 from services.read_api.queries import claim_page
-from services.rebuild.parallel import distribute
-from services.rebuild.worker import PipeFeed, clear_place, fold_partition
+from services.rebuild.parallel_worker import clear_place, fold_partition
 from services.runtime.db import make_engine, upgrade
 from tests.builders import attached, filed, history
 from tests.conftest import _postgres_database, random_claim_id
+from tests.integration.test_partitioned_folds import without_checkpoints
 from tests.integration.test_projector import append_history
 
 POISON_ERROR = "the withdrawal handler has a bug"
@@ -110,9 +108,10 @@ async def test_a_poison_event_parks_its_claim_in_order_and_after_the_fix_retry_g
     await project(claim_log, replay_engine, batch=1000, name="replay")
     with replay_engine.connect() as conn:
         assert table_checksums(conn) == with_fault
-    with caplog.at_level(logging.WARNING, logger="services.rebuild.worker"):
-        assert await _worker_fold(nats_url, claim_log, worker_url) == with_fault
-    assert "folding its share again without write-behind" in caplog.text
+    with caplog.at_level(logging.WARNING, logger="services.rebuild.parallel_worker"):
+        # A worker's place holds each partition's checkpoint; the rebuild writes the whole log's after the merge.
+        assert without_checkpoints(await _worker_fold(nats_url, claim_log, worker_url)) == without_checkpoints(with_fault)
+    assert "folding its partitions again without write-behind" in caplog.text
 
     listed = cli(engine, nats_url, "parked")
     assert listed.returncode == 1, listed.stderr
@@ -159,15 +158,10 @@ async def test_a_projection_error_that_is_not_one_claims_still_stops_the_project
 
 
 async def _worker_fold(nats_url: str, claim_log: ClaimLog, url: str) -> dict[str, str]:
-    """A parallel rebuild's worker, fed by the rebuild's reader (both in this process, so the fault
-    applies): the checksums of what it folded."""
+    """A parallel rebuild's only worker, folding every partition (in this process, so the fault applies):
+    the checksums of what it folded."""
     head = await claim_log.head()
-    receiving, sending = multiprocessing.Pipe(duplex=False)
-    await asyncio.gather(
-        distribute(claim_log, "reader", head, [sending]),
-        fold_partition(nats_url, claim_log.spec, (url, None), 0, 1, head, "worker-p0", SimpleNamespace(value=0), PipeFeed(receiving)),
-    )
-    sending.close()
+    await fold_partition(nats_url, claim_log.spec, (url, None), 0, 1, head, "worker-p0", SimpleNamespace(value=0))
     engine = make_engine(url)
     try:
         with engine.connect() as conn:

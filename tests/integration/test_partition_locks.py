@@ -35,17 +35,17 @@ def _rows(checksums: dict) -> dict:
 
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_on_postgresql_a_partition_lock_leaves_the_other_partitions_free_and_a_retry_waits(engine: Engine):
-    rows = [{"name": name, "share": k, "shares": 4, "version": 1, "last_seq": 0} for name in ("a", "b") for k in range(4)]
+    rows = [{"name": name, "partition": k, "partitions": 4, "version": 1, "last_seq": 0} for name in ("a", "b") for k in range(4)]
     with engine.begin() as conn:
         conn.execute(insert(checkpoints), rows)
-    mine = (checkpoints.c.share == 1, checkpoints.c.shares == 4)
+    mine = (checkpoints.c.partition == 1, checkpoints.c.partitions == 4)
     with engine.connect() as holder, engine.connect() as other, engine.connect() as retry:
         holder.begin()
         lock_checkpoints(holder, *mine)
         other.begin()
         other.execute(text("SET LOCAL lock_timeout = '50ms'"))
-        lock_checkpoints(other, checkpoints.c.share == 2, checkpoints.c.shares == 4)  # not held: taken at once
-        locked = other.execute(select(checkpoints.c.share).where(checkpoints.c.share == 2).with_for_update(nowait=True)).scalars().all()
+        lock_checkpoints(other, checkpoints.c.partition == 2, checkpoints.c.partitions == 4)  # not held: taken at once
+        locked = other.execute(select(checkpoints.c.partition).where(checkpoints.c.partition == 2).with_for_update(nowait=True)).scalars().all()
         assert locked == [2, 2]
         other.rollback()
         retry.begin()
@@ -59,7 +59,7 @@ def test_on_postgresql_a_partition_lock_leaves_the_other_partitions_free_and_a_r
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_on_postgresql_a_workers_session_waits_for_no_lock_and_idles_in_no_transaction_past_its_bound(engine: Engine):
     with engine.begin() as conn:
-        conn.execute(insert(checkpoints), [{"name": "a", "share": k, "shares": 2, "version": 1, "last_seq": 0} for k in range(2)])
+        conn.execute(insert(checkpoints), [{"name": "a", "partition": k, "partitions": 2, "version": 1, "last_seq": 0} for k in range(2)])
     bound = session_bound(2.0)
     bounded = make_engine(engine.url.render_as_string(hide_password=False), wait_bound=bound)
     try:
@@ -95,13 +95,13 @@ def test_on_postgresql_claiming_a_partition_waits_on_no_other_partitions_rows(en
     projections = build_projections()
     with engine.begin() as conn:
         conn.execute(insert(checkpoints), [
-            {"name": p.name, "share": k, "shares": 4, "version": p.version, "last_seq": 0} for p in projections for k in range(4)
+            {"name": p.name, "partition": k, "partitions": 4, "version": p.version, "last_seq": 0} for p in projections for k in range(4)
         ])
     bounded = make_engine(engine.url.render_as_string(hide_password=False), wait_bound=0.5)
     try:
         with engine.connect() as holder:
             holder.begin()
-            lock_checkpoints(holder, checkpoints.c.share == 1, checkpoints.c.shares == 4)  # another worker's commit in flight
+            lock_checkpoints(holder, checkpoints.c.partition == 1, checkpoints.c.partitions == 4)  # another worker's commit in flight
             assert CheckpointedWriter(bounded, projections, partitions=4).claim(2, epoch=7) == 0
             holder.rollback()
     finally:
@@ -118,7 +118,7 @@ def test_on_postgresql_the_sessions_of_a_worker_gone_are_ended_and_a_live_ones_k
         with gone.connect() as paused, live.connect() as alive, elsewhere.connect() as other:
             paused.begin()
             # A pipelined insert, then nothing: the server's idle timeout is not started, the rows stay locked.
-            insert_new_values(paused, folded_events, [(f"e{i}", "CLM-0001", i) for i in range(20)])
+            insert_new_values(paused, folded_events, [(f"e{i}", "CLM-0001", "ada", i) for i in range(20)])
             alive.begin()
             alive.execute(select(checkpoints.c.name))
             other.execute(select(checkpoints.c.name))

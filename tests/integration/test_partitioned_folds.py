@@ -29,7 +29,7 @@ from services.log import ClaimLog, StreamSpec, connect
 from services.projector import FencingError, Projector, Runner, Scope
 from services.projector.writer import CheckpointedWriter
 from services.read_api import queries
-from services.rebuild.worker import clear_place
+from services.rebuild.parallel_worker import clear_place
 from tests.builders import (
     _envelope,
     answered,

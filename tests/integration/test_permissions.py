@@ -18,15 +18,15 @@ from sqlalchemy import Engine
 
 from events.subjects import LogLayout
 from projections.registry import build_projections
-from services.keys import KeyRing, load_attribution
+from services.identity.keys import KeyRing, load_attribution
 from services.log import ClaimLog, LogConfigError, StreamSpec, connect
 from services.log.names import SLUGS, bucket_name
 from services.log.servers import redact
 from services.projector import Projector
 from services.read_api.queries import claim_page
-from services.runtime.compose import open_log
 from services.runtime.db import make_engine, upgrade
 from services.runtime.embedded import EmbeddedNats, running_url
+from services.runtime.from_settings import open_log
 from services.runtime.nats_roles import ACTORS_BUCKET, ROLES, USERS_FILE, read_passwords, role_passwords
 from services.runtime.settings import Settings
 from tests.builders import BOT, attached, drafted, history
@@ -283,3 +283,24 @@ async def test_a_direct_producer_may_not_publish_outside_its_registrys_claim_sub
     finally:
         await producer.close()
     assert (await admin_log.head(), await other.head()) == (0, 0)
+
+
+async def test_only_admin_may_publish_a_change_of_the_key_registry(server: EmbeddedNats, admin_log: ClaimLog):
+    """The registry's changes take a claim token of the events' subject space: the writer and the producer,
+    allowed every claim's subjects, are refused that one; the admin's key ring appends there."""
+    from events.envelope import new_event_id, utc_now
+    from events.key_registry import SigningRequired, encode_change
+
+    change = encode_change(SigningRequired(event_id=new_event_id(), occurred_at=utc_now(), required_after=0))
+    subject = admin_log.layout.registry_subject("SigningRequired")
+    for role in ("writer", "producer"):
+        client = await connect(server.url_for(role), name=f"test-{role}")
+        try:
+            with pytest.raises(REFUSED):
+                await client.request(subject, change, timeout=1)
+            assert subject.lower() in str(client.last_error).lower()
+        finally:
+            await client.close()
+    assert await admin_log.head() == 0
+    await (await KeyRing.open(admin_log.nc, layout=admin_log.layout)).add(BOT)
+    assert await admin_log.head() == 1

@@ -74,9 +74,12 @@ async def test_after_unsubscribing_the_function_gets_nothing_more(nats_url: str)
                 break
             await asyncio.sleep(0.01)
         await sub.unsubscribe()
+        # A message published after "after", on the same connection, arrives after it would have.
+        behind = asyncio.Event()
+        await subscribe_plain(nc, "plain.behind", lambda _subject, _reply, _data, _headers: behind.set())
         await nc.publish("plain.stop", b"after")
-        await nc.flush()
-        await asyncio.sleep(0.05)
+        await nc.publish("plain.behind", b"")
+        await asyncio.wait_for(behind.wait(), 10)
         assert got == [b"before"]
     finally:
         await nc.close()

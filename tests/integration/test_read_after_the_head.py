@@ -9,10 +9,11 @@ import time
 from sqlalchemy import Engine
 
 from services.log import ClaimLog
-from services.read_api.state import api_state
+from services.read_api.api_state import api_state
 from tests.conftest import random_claim_id
 from tests.integration.command_api import draft
 from tests.integration.guarded_api import guarded_api
+from tests.waiting import checkpoint_polls
 
 WAIT = 10.0  # guarded_api's read_wait: a refusal must come long before it
 
@@ -52,8 +53,9 @@ async def test_a_sequence_in_the_log_but_not_yet_applied_still_waits_for_the_pro
         claim = random_claim_id()
         written = await api.send("draft_claim", "ada", **draft(claim))
         seq = written.json()["last_seq"]
-        reading = asyncio.create_task(api.http.get(f"/claims/{claim}", params={"after": seq}))
-        await asyncio.sleep(0.5)
+        with checkpoint_polls(engine) as polls:
+            reading = asyncio.create_task(api.http.get(f"/claims/{claim}", params={"after": seq}))
+            await polls.until_parked(1)  # past the head check, polling the checkpoints
         assert not reading.done(), reading.result().text  # no projector has run: the read waits
         await guarded.project()
         response = await asyncio.wait_for(reading, WAIT)
@@ -62,8 +64,9 @@ async def test_a_sequence_in_the_log_but_not_yet_applied_still_waits_for_the_pro
         # Written after the API last asked the head: still in the log, so it waits rather than being refused.
         later = random_claim_id()
         seq = (await api.send("draft_claim", "ada", **draft(later))).json()["last_seq"]
-        reading = asyncio.create_task(api.http.get(f"/claims/{later}", headers={"Claimlog-After": str(seq)}))
-        await asyncio.sleep(0.5)
+        with checkpoint_polls(engine) as polls:
+            reading = asyncio.create_task(api.http.get(f"/claims/{later}", headers={"Claimlog-After": str(seq)}))
+            await polls.until_parked(1)
         assert not reading.done(), reading.result().text
         await guarded.project()
         assert (await asyncio.wait_for(reading, WAIT)).status_code == 200

@@ -32,7 +32,9 @@ async def test_a_claim_page_shows_what_the_registry_page_says(samples: TestClien
     # The page does not say who brought its source: it says where it was imported from, and by whom.
     assert body["sources"][0]["brought"]["by"] == {"id": "claimlog-ingest", "kind": "service", "model": None}
     assert body["sources"][0]["imported_from"] == "CLM-0338.txt"
-    assert body["notes"]["drafted"]["by"] == {"id": "registry-drafter", "kind": "model", "model": "unnamed registry drafting model"}
+    # Nor who drafted it, but that a model did: the page's word, beside the importer.
+    assert body["notes"]["drafted"]["by"] == {"id": "claimlog-ingest", "kind": "service", "model": None}
+    assert body["notes"]["drafted_by"] == {"kind": "model", "model": None}
     assert [r["statement"] for r in body["related"]] == [r.statement for r in page.related]
     assert body["notes"]["drafted_confidence"] == "low"
     assert body["notes"]["falsifier_as_drafted"] == page.falsifier

@@ -12,11 +12,12 @@ from projections.registry import build_projections
 from services.log import ClaimLog
 from services.projector import Runner, Scope
 from services.projector.writer import CheckpointedWriter
-from services.read_api.consistency import applied
-from services.read_api.state import api_state
+from services.read_api.api_state import api_state
+from services.read_api.visibility import applied
 from tests.builders import history
 from tests.conftest import random_claim_id
 from tests.integration.guarded_api import guarded_api
+from tests.waiting import checkpoint_polls
 
 WAIT = 10.0  # guarded_api's read_wait
 
@@ -55,11 +56,12 @@ async def test_a_claim_waits_for_its_partition_only_and_a_listing_for_every_one(
             assert response.status_code == 200, (path, response.text)
 
         # The busy claim's partition has not applied its events: its page and every listing wait.
-        waiting = {
-            path: asyncio.create_task(http.get(path, params={"after": target}))
-            for path in (f"/claims/{busy}", "/claims", "/scorecard", "/pages/claims")
-        }
-        await asyncio.sleep(0.5)
+        with checkpoint_polls(engine) as polls:
+            waiting = {
+                path: asyncio.create_task(http.get(path, params={"after": target}))
+                for path in (f"/claims/{busy}", "/claims", "/scorecard", "/pages/claims")
+            }
+            await polls.until_parked(len(waiting))  # each past its first look, polling the checkpoints
         assert not [path for path, task in waiting.items() if task.done()], {p: t.result().text for p, t in waiting.items() if t.done()}
         # ...while the quiet claim's page is still answered at once.
         again = await asyncio.wait_for(http.get(f"/claims/{quiet}", params={"after": target}), WAIT / 2)
@@ -69,7 +71,7 @@ async def test_a_claim_waits_for_its_partition_only_and_a_listing_for_every_one(
         for path, task in waiting.items():
             response = await asyncio.wait_for(task, WAIT)
             assert response.status_code == 200, (path, response.text)
-        assert api_state(guarded.app).applied >= target  # every partition is now known past it
+        assert api_state(guarded.app).reads.applied >= target  # every partition is now known past it
     assert applied(engine, layout) < target  # the lowest checkpoint alone would still say otherwise
 
 

@@ -10,7 +10,7 @@ from sqlalchemy import Engine, select
 
 from projections.tables import claim_pages
 from services.log import ClaimLog
-from services.rebuild import worker
+from services.rebuild import parallel_worker as worker
 from services.runtime.db import make_engine
 from tests.conftest import random_claim_id
 from tests.integration.test_parking import worker_url  # noqa: F401 - a fixture
@@ -42,7 +42,7 @@ async def test_a_rebuild_worker_receives_only_its_partitions_events(
         return nc
 
     monkeypatch.setattr(worker, "connect", counted)
-    await worker.fold_partition(nats_url, claim_log.spec, (worker_url, None), 0, parts, head, "rebuild-p0", SimpleNamespace(value=0), None)
+    await worker.fold_partition(nats_url, claim_log.spec, (worker_url, None), 0, parts, head, "rebuild-p0", SimpleNamespace(value=0))
 
     mine = sorted(c for c in claims if layout.partition_of(c) % parts == 0)
     (nc,) = connections

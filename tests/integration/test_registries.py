@@ -9,7 +9,7 @@ import pytest
 
 from events import Actor
 from events.subjects import LogLayout
-from services.actors import ActorStore
+from services.identity.actors import ActorStore
 from services.log import ClaimLog, LogError, PublishError, StreamSpec, connect
 from services.log.names import actors_bucket
 from services.runtime.embedded import EmbeddedNats, running_url

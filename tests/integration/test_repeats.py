@@ -20,7 +20,7 @@ from services.log import ClaimLog, StoredEvent
 from services.read_api.queries import claim_page
 from services.timeline.as_of import page_json_as_of
 from services.timeline.history import claim_history
-from tests.builders import attached, drafted, withdrawn
+from tests.builders import BOT, PERSON, attached, drafted, filed, withdrawn
 from tests.integration.test_projector import append_history, project_all
 
 
@@ -86,3 +86,34 @@ async def test_an_event_stored_again_is_folded_once_recorded_as_a_repeat_and_rep
     report = Report()
     await compare_read_models(claim_log, engine, report)
     assert [(f.kind, f.seq, f.claim_id, f.message) for f in report.findings] == [("repeat", seq, claim_id, why) for seq, why in expected]
+
+
+async def test_one_event_id_sent_by_two_actors_is_two_events_and_each_actors_repeat_is_still_a_repeat(
+    nats_url: str, claim_log: ClaimLog, engine: Engine, replay_engine: Engine, claim_id: str
+):
+    source = attached(claim_id, "s1", actor=BOT)
+    dispute = filed(claim_id, "d1", actor=PERSON, event_id=source.event_id)  # another actor, the same id
+    await append_history(claim_log, claim_id, [drafted(claim_id), source])
+    await project_all(claim_log, engine, batch=1)
+    await append_history(claim_log, claim_id, [dispute])  # folded in a later batch than the bot's id
+    await project_all(claim_log, engine, batch=1)
+    stored = await claim_log.read_claim(claim_id)
+    again = await store_again(nats_url, claim_log, stored[2])
+    await project_all(claim_log, engine)
+
+    with engine.connect() as conn:
+        page = claim_page(conn, claim_id)
+        unreadable = conn.execute(select(unreadable_events.c.seq, unreadable_events.c.reason)).all()
+        folded = conn.execute(
+            select(folded_events.c.actor_id, folded_events.c.seq).where(folded_events.c.event_id == source.event_id).order_by(folded_events.c.seq)
+        ).all()
+    assert [s.source_id for s in page.sources] == ["s1"] and [d.disagreement_id for d in page.disagreements] == ["d1"]
+    assert page.event_count == 3
+    assert [tuple(row) for row in folded] == [(BOT.id, stored[1].seq), (PERSON.id, stored[2].seq)]
+    assert [tuple(row) for row in unreadable] == [(again, repeat_reason(dispute.event_id, stored[2].seq))]
+    entries = claim_history(claim_id, await claim_log.read_claim(claim_id))
+    assert [(e.seq, e.unreadable) for e in entries if e.unreadable] == [(again, repeat_reason(dispute.event_id, stored[2].seq))]
+
+    await project_all(claim_log, replay_engine, batch=1000, name="replay")
+    with engine.connect() as live, replay_engine.connect() as replayed:
+        assert table_checksums(live) == table_checksums(replayed)

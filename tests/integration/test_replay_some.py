@@ -136,11 +136,12 @@ async def test_the_copy_is_one_moment_of_tables_a_live_projector_keeps_writing(
             # different moments would count some twice.
             claim_id = claims[i % len(claims)]
             await append_history(claim_log, claim_id, [corrected(claim_id, "s1", measured=f"Remeasured {i}.")])
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # spread the writes over the copy
 
-    async with live_projector(claim_log, engine, generations, claims, batch=10) as live:
+    async with live_projector(claim_log, generations, claims, batch=10) as live:
+        before = await claim_log.head()
         writer = asyncio.create_task(keep_writing())
-        await asyncio.sleep(0.1)
+        await until(lambda: live.checkpoint > before)  # the copy starts while corrections are folded live
         rebuilt = await rebuild_generation(settings, generations, projections=["claim_pages"])
         await writer
         head = await claim_log.head()

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from services.actors import BUCKET
 from services.audit.export import read_export
+from services.identity.actors import BUCKET
 from services.log import ClaimLog, StreamSpec, connect
 from services.log.restore import Republisher
 from services.runtime.embedded import EmbeddedNats

@@ -1,41 +1,41 @@
-"""The past search reads a statement into the terms the database's own search reads from it: SQLite's FTS5
-table with the tokenizer of migration 0003, PostgreSQL's ``english`` tsvector."""
+"""The past search is the database's own search: on SQLite an in-memory FTS5 table of the present table's
+tokenizer, on PostgreSQL the server's ``english`` tsvectors and ``ts_rank``; each finds and ranks what the
+present search over the same statements finds and ranks (services/read_api/search_text.py)."""
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
-from services.read_api.search_text import RULES, terms
+from services.log import ClaimLog
+from services.read_api.listing_sql import ClaimFilters, claim_listing
+from services.read_api.search_text import statement_index
+from tests.builders import drafted
+from tests.conftest import random_claim_id
+from tests.integration.test_projector import project_all
 
-SEARCH_MIGRATION = importlib.import_module("migrations.versions.0003_listing_search")
 STATEMENTS = (
     "Planning before acting helps small models; the agents' studies generalize.",
     "Résumés of café_style GPT4 runs: 12 benchmarks, and again 12 of them!",
     "It is what it was: relational databases agreed with the running relations.",
-    "As ÉCOLE students said, the TRAINING sets were larger than the test sets.",
+    "As ÉCOLE students said, the TRAINING sets were larger than the test sets, and planning helps.",
+    "Planning, planning and planning again: state-of-the-art planning helps agents.",
 )
+QUERIES = ("planning", "helps -agents", '"the test sets"', "relation or cafe", "ecole", "state-of-the-art", "12", "the of")
 
 
-def database_terms(engine: Engine, statement: str) -> list[tuple[int, str]]:
-    """Each term the database's search index reads from the statement, with its place (from 0)."""
-    with engine.begin() as conn:
-        if engine.dialect.name == "postgresql":
-            rows = conn.execute(text("SELECT lexeme, positions FROM unnest(to_tsvector('english', :s))"), {"s": statement})
-            return sorted((place - 1, lexeme) for lexeme, places in rows for place in places)
-        table = SEARCH_MIGRATION.SQLITE_SEARCH_TABLE.replace("claim_pages_search", "temp.statement_terms")
-        conn.exec_driver_sql(table.replace("content='claim_pages', content_rowid='first_seq', ", ""))
-        conn.exec_driver_sql("CREATE VIRTUAL TABLE temp.statement_vocab USING fts5vocab(temp, statement_terms, 'instance')")
-        conn.execute(text("INSERT INTO temp.statement_terms(statement) VALUES (:s)"), {"s": statement})
-        found = sorted((place, term) for term, place in conn.execute(text("SELECT term, offset FROM temp.statement_vocab")))
-        conn.exec_driver_sql("DROP TABLE temp.statement_vocab")
-        conn.exec_driver_sql("DROP TABLE temp.statement_terms")
-        return found
-
-
-@pytest.mark.parametrize("statement", STATEMENTS)
-def test_a_statement_reads_into_the_terms_of_the_database_search(engine: Engine, statement: str):
-    python = sorted((place, term) for place, term in enumerate(terms(statement, RULES[engine.dialect.name])) if term)
-    assert python == database_terms(engine, statement)
+async def test_a_past_search_finds_and_ranks_what_the_present_search_does(claim_log: ClaimLog, engine: Engine):
+    statements = [(random_claim_id(), statement) for statement in STATEMENTS]
+    for claim_id, statement in statements:  # the present tables and their search index, as the projector fills them
+        await claim_log.append(claim_id, [drafted(claim_id, statement=statement)], expected_seq=0, prev_hash=None)
+    await project_all(claim_log, engine)
+    index = statement_index(statements, engine)
+    for q in QUERIES:
+        past = index.scores(q)
+        with engine.connect() as conn:
+            present = {row["claim_id"]: row["sort_key"] for row in claim_listing(conn, ClaimFilters(q=q), sort="relevance", after=None, limit=50)}
+        assert past.keys() == present.keys(), q
+        assert past == pytest.approx(present), q  # the same relevance: bm25() on SQLite, ts_rank on PostgreSQL
+    assert index.scores("planning")
+    if engine.dialect.name == "postgresql":
+        assert index.scores("the of") == {}  # stop words only: nothing to look for, as in the present search

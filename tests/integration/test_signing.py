@@ -11,7 +11,7 @@ from projections.registry import build_projections
 from projections.tables import unreadable_events
 from services.audit.export import _parse, export_line
 from services.audit.verify import Report, check_log
-from services.keys import KeyRing
+from services.identity.keys import KeyRing
 from services.log import ClaimLog, StreamSpec
 from services.log.batches import AtomicBatches, ClaimShare
 from services.log.chain import chain
@@ -19,6 +19,7 @@ from services.log.signing import SIGNATURE, Signer
 from services.projector import Projector
 from services.read_api.queries import claim_page
 from tests.builders import BOT, PERSON, attached, drafted, reviewed
+from tests.builders.raw import publish_raw
 from tests.conftest import random_claim_id
 
 API = Actor(id="claimlog-api", kind="service")
@@ -30,24 +31,14 @@ async def _report(claim_log: ClaimLog) -> Report:
     return report
 
 
-async def _raw(claim_log: ClaimLog, claim_id: str, event, headers: dict[str, str] | None = None, *, signer: Signer | None = None) -> int:
-    """Publish past the writer (as a holder of a NATS credential could), chained to the claim's head,
-    with the headers given or signed by ``signer``."""
-    head = await claim_log.claim_head(claim_id)
-    data = encode(event.model_copy(update={"prev_hash": head.hash}))
-    if signer is not None:
-        headers = signer.headers([data])[0]
-    ack = await claim_log.nc.jetstream().publish(claim_log.layout.publish_subject(claim_id, event.type), data, headers=headers)
-    return ack.seq
-
-
 async def test_signed_appends_verify_and_older_unsigned_events_are_counted_not_reported(claim_log: ClaimLog):
     old = random_claim_id()
     await claim_log.append(old, [drafted(old, actor=PERSON)], expected_seq=0, prev_hash=None)  # before any key
     ring = await KeyRing.open(claim_log.nc, stream=claim_log.stream)
     api, _ = await ring.add(API, delegate=True)
     bot, _ = await ring.add(BOT)
-    await ring.require(await claim_log.head())
+    required = await claim_log.head()  # the draft and the two keys' registry changes
+    await ring.require(required)
 
     signed = ClaimLog(claim_log.nc, StreamSpec("CLAIMS"), signer=api)
     claim = random_claim_id()
@@ -64,7 +55,7 @@ async def test_signed_appends_verify_and_older_unsigned_events_are_counted_not_r
 
     report = await _report(claim_log)
     assert report.ok, report.findings
-    assert report.unsigned == 1 and report.signed_after == 1
+    assert report.unsigned == 1 and report.signed_after == required == 3 and report.registry_changes == 3
     # An export keeps each signature, and an import republishes it as it was.
     for stored in await signed.read_claim(claim):
         assert _parse(export_line(stored))[1].signature == stored.signature
@@ -82,11 +73,11 @@ async def test_verify_names_each_unattributable_event_by_claim_and_sequence(clai
     good = attached(claim, "s1", actor=BOT)
     copied = bot.headers([encode(good)])[0]  # a real signature, over other bytes
     bad = {
-        await _raw(claim_log, claim, attached(claim, "s2", actor=PERSON)): "unsigned",
-        await _raw(claim_log, claim, attached(claim, "s3", actor=BOT), copied): "does not verify",
-        await _raw(claim_log, claim, attached(claim, "s4", actor=PERSON), signer=bot): "may sign only for itself",
-        await _raw(claim_log, claim, attached(claim, "s5", actor=BOT), signer=api): "a direct producer",
-        await _raw(claim_log, claim, attached(claim, "s6", actor=BOT), signer=Signer.generate()): "does not hold",
+        await publish_raw(claim_log, claim, attached(claim, "s2", actor=PERSON)): "unsigned",
+        await publish_raw(claim_log, claim, attached(claim, "s3", actor=BOT), copied): "does not verify",
+        await publish_raw(claim_log, claim, attached(claim, "s4", actor=PERSON), signer=bot): "may sign only for itself",
+        await publish_raw(claim_log, claim, attached(claim, "s5", actor=BOT), signer=api): "a direct producer",
+        await publish_raw(claim_log, claim, attached(claim, "s6", actor=BOT), signer=Signer.generate()): "does not hold",
     }
     report = await _report(claim_log)
     found = {f.seq: f for f in report.findings if f.kind == "signature"}
@@ -108,17 +99,17 @@ async def test_the_projector_folds_only_attributable_events_and_records_why_of_t
     for claim in (first, second):
         await signed.append(claim, [drafted(claim, actor=PERSON)], expected_seq=0, prev_hash=None)
     bad = {
-        await _raw(claim_log, first, attached(first, "unsigned", actor=PERSON)): "unsigned",
-        await _raw(claim_log, first, attached(first, "impostor", actor=PERSON), signer=bot): "may sign only for itself",
-        await _raw(claim_log, first, attached(first, "for-bot", actor=BOT), signer=api): "a direct producer",
-        await _raw(claim_log, first, attached(first, "forged", actor=BOT), bot.headers([b"other bytes"])[0]): "does not verify",
+        await publish_raw(claim_log, first, attached(first, "unsigned", actor=PERSON)): "unsigned",
+        await publish_raw(claim_log, first, attached(first, "impostor", actor=PERSON), signer=bot): "may sign only for itself",
+        await publish_raw(claim_log, first, attached(first, "for-bot", actor=BOT), signer=api): "a direct producer",
+        await publish_raw(claim_log, first, attached(first, "forged", actor=BOT), bot.headers([b"other bytes"])[0]): "does not verify",
     }
     # Subject names CLM-0631, body names CLM-0501: signed, chained to CLM-0501, and never folded into either.
     head = await claim_log.claim_head(first)
     moved = encode(attached(first, "moved", actor=BOT).model_copy(update={"prev_hash": head.hash}))
     ack = await claim_log.nc.jetstream().publish(claim_log.layout.publish_subject(second, "SourceAttached"), moved, headers=bot.headers([moved])[0])
     bad[ack.seq] = f"names a SourceAttached of {second}, its body a SourceAttached of {first}"
-    await _raw(claim_log, first, attached(first, "good", actor=BOT), signer=bot)
+    await publish_raw(claim_log, first, attached(first, "good", actor=BOT), signer=bot)
 
     await Projector(claim_log, engine, build_projections(), name="projector", batch=3).run_until(await claim_log.head())
     with engine.connect() as conn:

@@ -11,13 +11,13 @@ import pytest
 
 from events import Actor
 from events.envelope import utc_now
-from services.actors import ActorStore
 from services.commands import Rejected, parse_command
-from services.commands.bulk import BulkIngest
-from services.commands.bulk_lines import read_commands
 from services.commands.service import CommandService
 from services.commands.slug_rebuild import rebuild_slugs
 from services.commands.slugs import RESERVATION_SECONDS, SLUGS, slug_owners
+from services.identity.actors import ActorStore
+from services.ingest.bulk import BulkIngest
+from services.ingest.bulk_lines import read_commands
 from services.ingest.page_batches import import_pages
 from services.ingest.pages import read_page, sample_pages
 from services.log import ClaimLog, PublishError
@@ -158,3 +158,44 @@ async def test_ingested_json_lines_record_their_slugs_so_the_api_refuses_a_secon
     with pytest.raises(Rejected) as taken:
         await CommandService(claim_log).execute(drafting(random_claim_id(), f"bulk-{first.lower()}"), ACTORS["grace"])
     assert taken.value.reason == "slug_taken" and first in taken.value.message
+
+
+async def test_a_forged_draft_owns_no_slug_in_a_rebuild_nor_keeps_one_taken(claim_log: ClaimLog):
+    # With signatures required, an unsigned draft published past the API (a holder of a NATS credential) is
+    # refused by the gate: the slugs rebuilt from the log (a restore) are not its, and its claim's reservation
+    # is not kept for it.
+    from services.identity.keys import KeyRing
+    from tests.builders import drafted
+    from tests.builders.raw import publish_raw
+
+    ring = await KeyRing.open(claim_log.nc, stream=claim_log.stream)
+    delegate, _ = await ring.add(Actor(id="claimlog-api", kind="service"), delegate=True)
+    await ring.require(await claim_log.head())
+    forged, honest = random_claim_id(), random_claim_id()
+    await publish_raw(claim_log, forged, drafted(forged, slug="wanted-slug"))  # unsigned: refused by every reader
+    await publish_raw(claim_log, honest, drafted(honest, slug="wanted-slug"), signer=delegate)
+    slugs = slug_owners(claim_log)
+    await rebuild_slugs(claim_log, slugs)
+    assert (await slugs.holder("wanted-slug")).claim_id == honest
+    assert not await slugs.drafted_with(forged, "wanted-slug")
+    assert await slugs.drafted_with(honest, "wanted-slug")
+
+
+async def test_a_second_draft_of_a_claim_owns_no_slug_in_a_rebuild(claim_log: ClaimLog):
+    # A claim is drafted once (events/rules.py): a second draft, signed by a producer's own key and published
+    # past the API, is refused by every reader's gate, so the slugs rebuilt from the log are not its.
+    from services.identity.keys import KeyRing
+    from tests.builders import drafted
+    from tests.builders.raw import publish_raw
+
+    ring = await KeyRing.open(claim_log.nc, stream=claim_log.stream)
+    producer, _ = await ring.add(BOT)
+    await ring.require(await claim_log.head())
+    claim, later = random_claim_id(), random_claim_id()
+    await publish_raw(claim_log, claim, drafted(claim, actor=BOT, slug="first-slug"), signer=producer)
+    await publish_raw(claim_log, claim, drafted(claim, actor=BOT, slug="second-slug"), signer=producer)
+    await publish_raw(claim_log, later, drafted(later, actor=BOT, slug="second-slug"), signer=producer)
+    slugs = slug_owners(claim_log)
+    await rebuild_slugs(claim_log, slugs)
+    assert (await slugs.holder("first-slug")).claim_id == claim
+    assert (await slugs.holder("second-slug")).claim_id == later

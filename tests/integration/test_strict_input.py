@@ -40,7 +40,7 @@ async def test_a_field_named_twice_deep_in_a_body_is_refused_with_its_path(api: 
     assert "the JSON object at $.x[1] names 'k' more than once" in response.json()["message"]
 
 
-@pytest.mark.parametrize("revision", ["true", '"1"', "1.0"])
+@pytest.mark.parametrize("revision", ["true", '"1"', "1.5"])
 async def test_a_revision_that_is_not_a_json_integer_is_refused(api: Api, revision: str):
     claim = random_claim_id()
     assert (await api.send("draft_claim", "ada", **draft(claim))).status_code == 201
@@ -67,6 +67,18 @@ async def test_bidi_and_nul_characters_never_reach_the_page(api: Api):
     assert only_controls.status_code == 422 and "nothing but control characters" in only_controls.text
     bad_id = await api.send("file_disagreement", "grace", claim_id=claim, disagreement_id="d\u202e3", argument="Why.")
     assert bad_id.status_code == 422
+
+
+async def test_bidi_marks_and_line_separators_never_reach_the_page(api: Api):
+    claim = random_claim_id()
+    sent = await api.send("draft_claim", "ada", **draft(claim))
+    filed = await api.send("file_disagreement", "grace", claim_id=claim, disagreement_id="d1",
+                           argument="Gain \u200fexe.txt\u200e on \u061cone\u2028benchmark\u2029only.")
+    assert (sent.status_code, filed.status_code) == (201, 201), filed.text
+    page = await api.page(claim, filed.json()["last_seq"])
+    assert page["disagreements"][0]["argument"] == "Gain exe.txt on one\nbenchmark\nonly."
+    only_marks = await api.send("file_disagreement", "grace", claim_id=claim, disagreement_id="d2", argument="\u200e\u200f\u061c\u2028")
+    assert only_marks.status_code == 422 and "nothing but control characters" in only_marks.text
 
 
 async def test_a_capability_that_climbs_the_path_is_linked_as_one_segment(api: Api):
@@ -96,8 +108,8 @@ async def test_claimlog_ingest_reports_a_line_that_names_a_field_twice_and_publi
     claim_log, tmp_path
 ):
     from events import Actor
-    from services.commands.bulk import BulkIngest
-    from services.commands.bulk_lines import read_commands
+    from services.ingest.bulk import BulkIngest
+    from services.ingest.bulk_lines import read_commands
 
     bot = Actor(id="ingest-bot", kind="model", model="pipeline-2")
     first, second = random_claim_id(), random_claim_id()
@@ -113,7 +125,7 @@ async def test_claimlog_ingest_reports_a_line_that_names_a_field_twice_and_publi
 
 
 def test_a_json_lines_command_that_names_a_field_twice_is_a_line_problem():
-    from services.commands.bulk_lines import LineProblem, _parse
+    from services.ingest.bulk_lines import LineProblem, _parse
 
     line = b'{"command": "retract_claim", "claim_id": "CLM-0001", "reason": "a", "reason": "b"}'
     with pytest.raises(LineProblem) as caught:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from events.envelope import utc_now
-from services.actors import ActorStore, NoLiveToken, TokenExpired
-from services.expiry import stamp
+from services.identity.actors import ActorStore, NoLiveToken, TokenExpired
+from services.identity.expiry import stamp
 from services.log import ClaimLog
 from tests.conftest import random_claim_id
 from tests.integration.command_api import ACTORS, Api, draft

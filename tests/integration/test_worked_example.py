@@ -1,5 +1,5 @@
 """docs/worked-example.md, run: its JSON Lines ingested with a model's token give back the registry page it
-started from, and the answers the page describes."""
+started from (naming who brought its source), and the answers the page describes."""
 
 from __future__ import annotations
 
@@ -37,7 +37,10 @@ async def test_the_worked_example_gives_back_its_registry_page(api: Api, nats_ur
 
     head = await api.log.head()
     text = await api.http.get(f"/claims/{claim}/text", params={"after": head})
-    assert text.text == PAGE.read_text().rstrip("\n").replace("CLM-0631", claim).replace(SLUG, slug)
+    started = PAGE.read_text().rstrip("\n").replace("CLM-0631", claim).replace(SLUG, slug)
+    # One line more than the registry's page: here who brought the source is known, and the text says so.
+    source = next(line for line in started.split("\n") if line.startswith("- Validated by: "))
+    assert text.text == started.replace(source, source + "\n  Brought by drafter (model: drafter-2).")
 
     page = await api.page(claim, head)
     assert page["status"]["unreviewed_model_draft"] is True

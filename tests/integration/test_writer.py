@@ -11,11 +11,11 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import OperationalError
 
+from events.subjects import LogLayout, claim_of
 from projections.base import Record
 from projections.checksum import table_checksums
 from projections.registry import build_projections
 from projections.tables import checkpoints, claim_pages
-from services.projector.runner import claim_partition
 from services.projector.writer import CheckpointedWriter, Committed, Entry, Refused
 from tests.builders import history
 from tests.conftest import random_claim_id
@@ -35,7 +35,7 @@ def entries_of(claims: list[str], *, first: int = 1) -> list[Entry]:
 def positions(engine: Engine) -> set[tuple[int, int, int]]:
     """(partition, checkpoint, epoch) of every checkpoint row."""
     with engine.connect() as conn:
-        return {tuple(row) for row in conn.execute(select(checkpoints.c.share, checkpoints.c.last_seq, checkpoints.c.epoch))}
+        return {tuple(row) for row in conn.execute(select(checkpoints.c.partition, checkpoints.c.last_seq, checkpoints.c.epoch))}
 
 
 def snapshot(engine: Engine) -> tuple[dict, set]:
@@ -98,11 +98,12 @@ async def test_a_failure_mid_batch_leaves_the_rows_and_the_checkpoint_as_they_we
 
 async def test_commits_of_two_partitions_at_once_both_land(engine: Engine, replay_engine: Engine):
     claims = [random_claim_id() for _ in range(8)]
-    while len({claim_partition(f"claims.{claim}.ClaimDrafted", 2) for claim in claims}) < 2:
+    two = LogLayout(partitions=2)  # the server's own hash of a claim id into two partitions
+    while len({two.partition_of(claim) for claim in claims}) < 2:
         claims.append(random_claim_id())  # eight random ids all fall in one of two partitions, now and then
     everything = entries_of(claims)
     by_partition = {
-        part: [e for e in everything if claim_partition(e.subject, 2) == part] for part in (0, 1)
+        part: [e for e in everything if two.partition_of(claim_of(e.subject)) == part] for part in (0, 1)
     }
     assert all(by_partition.values())
     start = threading.Barrier(2)

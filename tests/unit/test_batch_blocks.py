@@ -9,11 +9,11 @@ import uuid
 import pytest
 from nats.aio.client import Client
 
-from bench.workload import claim_events
 from events import encode
 from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.batches import AtomicBatches, ClaimShare
 from services.log.connection import FastHeadersClient
+from tests.builders.workload import claim_events
 
 
 async def sent(client: Client, shares: list[ClaimShare], layout: LogLayout, monkeypatch: pytest.MonkeyPatch) -> bytes:

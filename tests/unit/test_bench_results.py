@@ -42,9 +42,28 @@ def test_the_latest_figure_of_each_command_and_figure_wins_grouped_by_bench():
     assert [r["value"] for r in results.latest(rows)] == ["2", "4", "3"]
 
 
-def test_the_tables_in_the_readme_and_the_benchmarks_page_are_rendered_from_the_results_file():
-    for path, text in results.targets(results.read()).items():
+def test_the_tables_of_the_benchmarks_page_are_rendered_from_the_results_file():
+    targets = results.targets(results.read())
+    assert set(targets) == {str(results.ROOT / "docs" / "benchmarks.md")}
+    for path, text in targets.items():
         assert Path(path).read_text() == text, f"{path} is stale: run python bench/results.py --write"
+
+
+def test_the_benchmarks_page_shows_each_headline_figure_once_with_its_date_commit_and_machine():
+    text = (results.ROOT / "docs" / "benchmarks.md").read_text()
+    table = text[text.index("<!-- results:headline begin -->"):text.index("<!-- results:headline end -->")]
+    for row in results.headline(results.read()):
+        cells = f"| `{row['bench']}` | {row['figure']} | "
+        assert table.count(cells) == 1, cells
+        line = next(line for line in table.splitlines() if line.startswith(cells))
+        assert f"| {row['date']} | `{row['commit']}` | {row['machine']} |" in line, line
+
+
+def test_the_readme_holds_no_dated_figures_and_links_to_them():
+    readme = (results.ROOT / "README.md").read_text()
+    assert "results:" not in readme
+    assert not re.search(r"\| 20\d\d-\d\d-\d\d \|", readme), "a dated row of figures in the README"
+    assert "(docs/benchmarks.md#headline-figures)" in readme
 
 
 def test_every_headline_figure_is_in_the_results_file():

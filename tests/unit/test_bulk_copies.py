@@ -7,7 +7,7 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.commands.bulk_copies import EvictedCopies
+from services.ingest.bulk_copies import EvictedCopies
 
 HASHES = st.integers(min_value=-(2**63), max_value=2**63 - 1)  # ``hash()`` of bytes, either sign
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from events import Actor
 from events.envelope import EVENT_ID_PATTERN
-from services.commands.bulk_lines import Parsed, with_event_id
 from services.commands.models import parse_command
+from services.ingest.bulk_lines import Parsed, iter_commands, with_event_id
 
 BOT = Actor(id="ingest-bot", kind="model", model="pipeline-2")
 LINE = b'{"command": "retract_claim", "claim_id": "CLM-0001", "reason": "r"}'
@@ -46,7 +46,17 @@ def test_a_lines_own_event_id_is_kept():
 
 @given(st.binary(max_size=300), st.integers(min_value=0, max_value=5))
 def test_a_derived_id_is_one_the_envelope_takes(raw: bytes, before: int):
-    # a bulk ingest vouches for its events' envelopes (``Context.sound``): its derived ids must pass the event's pattern
+    # a bulk ingest vouches for its events' envelopes (``services/ingest/bulk_events.py``): its derived ids must pass the event's pattern
     copies = Counter({hash(raw): before})
     event_id = with_event_id(Parsed(1, parse_command(LINE), raw), BOT, copies).event_id
     assert re.fullmatch(EVENT_ID_PATTERN, event_id)
+
+
+def test_a_line_read_keeps_its_number_bytes_command_and_id_each_in_its_own_field(tmp_path):
+    # ``Parsed`` and ``Line`` are made as the tuples they are, values in the order of their fields: held here by name.
+    path = tmp_path / "commands.jsonl"
+    path.write_bytes(b"\n" + LINE + b"  \n")
+    [parsed] = list(iter_commands(path))
+    assert (parsed.number, parsed.raw, parsed.command) == (2, LINE, parse_command(LINE))
+    line = with_event_id(parsed, BOT, Counter())
+    assert (line.number, line.command, line.event_id) == (2, parsed.command, "6548c47e-da57-8584-a739-256af4ad8f31")

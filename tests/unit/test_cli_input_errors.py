@@ -34,9 +34,17 @@ def test_a_model_name_for_a_person_is_told_to_drop_it():
     assert "drop --model, or add --kind model" in said
 
 
-def test_an_unknown_kind_lists_the_kinds():
+def test_an_unknown_kind_lists_the_kinds_in_plain_words():
     said = refused("actors", "add", "ada", "--kind", "robot")
-    assert "'person', 'model', 'service'" in said
+    assert "'--kind': 'robot' is not one of 'person', 'model', 'service': give one of them" in said
+    assert "Value error" not in said
+    assert "'--actor-kind': 'robot' is not one of" in refused("history", "CLM-0338", "--actor-kind", "robot")
+
+
+def test_a_sequence_that_is_not_a_number_is_told_to_be_written_in_digits():
+    said = refused("show", "CLM-0338", "--as-of-seq", "abc")
+    assert "'--as-of-seq': 'abc' is not a whole number: write it in digits, e.g. 27" in said
+    assert "Input should be" not in said and "unable to parse" not in said
 
 
 def test_validation_problems_name_each_field_and_what_was_given():
@@ -73,8 +81,8 @@ def test_an_export_of_something_that_is_not_a_claim_id_is_refused_with_an_exampl
 
 
 def test_out_of_range_numbers_are_refused_before_anything_starts():
-    assert "'--after': Input should be greater than or equal to 0" in refused("unreadable", "--after", "-5")
-    assert "'--port': Input should be less than or equal to 65535" in refused("api", "--port", "99999")
+    assert "'--after': -5 is out of range: give 0 or more" in refused("unreadable", "--after", "-5")
+    assert "'--port': 99999 is out of range: give 65535 or less" in refused("api", "--port", "99999")
 
 
 @pytest.mark.parametrize(

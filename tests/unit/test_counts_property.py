@@ -39,7 +39,9 @@ def test_counts_equal_the_lengths_of_their_lists_after_any_commands(steps, draft
     state, records = ClaimState(CLAIM), []
     draft = {"command": "draft_claim", "slug": "s", "statement": "S.", "capability": "C", "observed_on": "O."}
     for seq, (body, actor) in enumerate([(draft, drafter), *steps], start=1):
-        ctx = Context(actor, f"00000000-0000-7000-8000-{seq:012d}", datetime(2026, 12, 1, tzinfo=UTC), prev_hash=state.head_hash)
+        ctx = Context(
+            actor=actor, event_id=f"00000000-0000-7000-8000-{seq:012d}", now=datetime(2026, 12, 1, tzinfo=UTC), prev_hash=state.head_hash
+        )
         try:
             [event] = decide(parse_command({"claim_id": CLAIM, **body}), state, ctx)
         except Rejected:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from datetime import UTC, datetime
 
@@ -9,8 +10,10 @@ import pytest
 
 from events import Actor, Event
 from events.registry import EVENT_TYPES
+from events.rules import CLOSED_TO
 from services.commands import ClaimState, Context, Kind, Rejected, decide, parse_command
-from services.commands.decide import CLOSED_FOR, referenced_claims
+from services.commands.decide import referenced_claims
+from services.commands.models import COMMAND_TYPES
 from services.log import event_hash
 
 CLAIM, OTHER, MISSING = "CLM-0001", "CLM-0002", "CLM-0404"
@@ -20,6 +23,8 @@ SERVICE = Actor(id="bot", kind="service")
 DRAFTER = Actor(id="carol", kind="person")  # who wrote the events ``given`` holds
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 _ids = itertools.count(1)
+# The commands whose events a closed claim no longer takes (the contract's rule: events/rules.py).
+CLOSED_FOR = frozenset(name for name, model in COMMAND_TYPES.items() if model.event_type().__name__ in CLOSED_TO)
 
 DRAFTED = ("ClaimDrafted", {"slug": "s", "statement": "S.", "capability": "C", "observed_on": "O."})
 RETRACTED = ("ClaimRetracted", {"reason": "wrong"})
@@ -67,7 +72,7 @@ def when(
 ) -> list[Event]:
     """The events ``decide`` makes of the command (``BODIES[command]`` unless a body is given)."""
     parsed = parse_command({"command": command, "claim_id": CLAIM, **(body or BODIES[command])})
-    ctx = Context(actor, _event_id(), NOW, existing_claims=existing, prev_hash=state.head_hash, slug_owner=slug_owner)
+    ctx = Context(actor=actor, event_id=_event_id(), now=NOW, existing_claims=existing, prev_hash=state.head_hash, slug_owner=slug_owner)
     return decide(parsed, state, ctx)
 
 
@@ -242,3 +247,48 @@ def test_the_event_is_chained_to_the_claims_last_hash_and_carries_the_context():
     state = given(DRAFTED)
     [event] = when(state, "retract_claim")
     assert (event.prev_hash, event.occurred_at, event.type) == (state.head_hash, NOW, "ClaimRetracted")
+
+
+def test_the_event_carries_each_value_of_the_context_in_its_own_field():
+    state = given(DRAFTED)
+    ctx = Context(actor=PERSON, event_id=_event_id(), now=NOW, correlation_id="corr-1", prev_hash=state.head_hash)
+    [event] = decide(parse_command({"command": "retract_claim", "claim_id": CLAIM, "reason": "r"}), state, ctx)
+    assert (event.actor, event.event_id, event.occurred_at, event.correlation_id, event.prev_hash) == (
+        ctx.actor, ctx.event_id, ctx.now, ctx.correlation_id, ctx.prev_hash
+    )
+
+
+def test_a_context_is_built_by_keyword_only_so_no_caller_depends_on_the_order_of_its_fields():
+    with pytest.raises(TypeError):
+        Context(PERSON, _event_id(), NOW)  # type: ignore[misc]
+    values = {
+        "actor": PERSON, "event_id": _event_id(), "now": NOW, "correlation_id": "corr-1",
+        "existing_claims": frozenset({OTHER}), "prev_hash": "a" * 64, "slug_owner": OTHER,
+    }
+    assert {field.name for field in dataclasses.fields(Context)} == set(values)
+    ctx = Context(**values)
+    assert {name: getattr(ctx, name) for name in values} == values
+
+
+@pytest.mark.parametrize(
+    ("reason", "problem"),
+    [("x" * 20_001, "at most 20000 characters"), ("   ", "at least 1 character")],
+)
+def test_decide_validates_the_event_it_makes_even_of_a_command_no_one_validated(reason: str, problem: str):
+    # A command made without validation (``model_construct``) cannot carry a value past the event's own checks.
+    unchecked = COMMAND_TYPES["retract_claim"].model_construct(command="retract_claim", claim_id=CLAIM, event_id=None, reason=reason)
+    with pytest.raises(Rejected, match=problem) as rejected:
+        decide(unchecked, given(DRAFTED), Context(actor=PERSON, event_id=_event_id(), now=NOW))
+    assert (rejected.value.kind, rejected.value.reason) == (Kind.INVALID, "invalid_command")
+
+
+def test_decide_cleans_the_free_text_of_a_command_no_one_validated():
+    unchecked = COMMAND_TYPES["retract_claim"].model_construct(command="retract_claim", claim_id=CLAIM, event_id=None, reason=" a\u202eb ")
+    [event] = decide(unchecked, given(DRAFTED), Context(actor=PERSON, event_id=_event_id(), now=NOW))
+    assert event.reason == "ab"
+
+
+def test_a_naive_clock_reading_is_refused_as_the_event_refuses_it():
+    with pytest.raises(Rejected, match="occurred_at needs a time zone"):
+        decide(parse_command(BODIES["retract_claim"] | {"command": "retract_claim", "claim_id": CLAIM}), given(DRAFTED),
+               Context(actor=PERSON, event_id=_event_id(), now=datetime(2026, 12, 1)))

@@ -147,3 +147,13 @@ def test_claimlog_certs_makes_what_the_nodes_mount_keys_owner_only_the_authority
     assert modes.pop("ca.pem") == 0o644 and set(modes.values()) == {0o600}
     again = CliRunner().invoke(app, ["certs", str(directory), *NODES])  # kept, not made anew
     assert again.exit_code == 0 and (directory / "nats-1.key").stat().st_mtime == (directory / "nats-1.key").stat().st_mtime
+
+
+def test_only_the_proxy_is_published_and_it_times_out_headers_and_caps_each_client():
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    published = {name for name, service in services.items() if service.get("ports")}
+    assert published == {"proxy"}, published
+    assert "./nginx/nginx.conf:/etc/nginx/nginx.conf:ro" in services["proxy"]["volumes"]
+    config = (DEPLOY / "nginx" / "nginx.conf").read_text()
+    assert re.search(r"client_header_timeout \d+s;", config) and "limit_conn per_client" in config
+    assert "server api:8000;" in config and services["api"]["command"][-1] == "8000"

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *ROOT.glob("CONTRIBUTING.md")])
+# The decision records too (their index is checked by tests/unit/test_decisions.py: it lists every record).
+DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "docs" / "decisions").glob("[0-9]*.md"), *ROOT.glob("CONTRIBUTING.md")])
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)|<([^>\s]+)>")
 
 

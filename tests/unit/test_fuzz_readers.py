@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from events import Event, UnknownEventError, decode, encode
 from projections.claim_page import apply, derive
-from services.commands.state import ClaimState
+from services.commands.claim_state import ClaimState
 from tests.builders import history
 
 CLAIM = "CLM-0631"

@@ -5,12 +5,16 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from events.claim import ClaimDrafted, ClaimRevised
+import pytest
+
+from events import ActorKind, new_event_id
+from events.claim import ClaimDrafted, ClaimRetracted, ClaimRevised
+from events.imported import PageDrafter
 from events.relation import ClaimsRelated
 from events.source import SourceAttached
 from projections.base import Record
 from projections.claim_page import fold
-from services.ingest.importer import PAGE_IMPORTER, REGISTRY_MODEL, ImportContext, decide_import
+from services.ingest.importer import PAGE_IMPORTER, ImportContext, ImportRefused, decide_import
 from services.ingest.pages import read_page, sample_pages
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -25,14 +29,17 @@ def folded(events):
     return fold(Record(seq, NOW, e) for seq, e in enumerate(events, start=1))
 
 
-def test_a_new_page_is_drafted_by_its_model_with_its_sources_and_related_claims():
+def test_a_new_page_is_drafted_as_its_page_says_with_its_sources_and_related_claims():
     events = decide_import(sample("CLM-0338"), None, CTX)
     assert [type(e) for e in events] == [ClaimDrafted, SourceAttached] + [ClaimsRelated] * 5
     assert all(e.correlation_id == "import-1" for e in events)
-    assert events[0].actor == REGISTRY_MODEL  # the page says a model drafted it, not which one
-    # It does not say who brought the sources, nor who related the claims: the importer is named as such.
-    assert all(e.actor == PAGE_IMPORTER and e.imported_from == "CLM-0338.txt" for e in events[1:])
+    # The page says a model drafted it, not which one: that is the page's word, beside the page; the
+    # importer appended it. Nor does it say who brought the sources or related the claims.
+    assert events[0].drafted_by == PageDrafter(kind="model") and events[0].drafter_kind is ActorKind.MODEL
+    assert all(e.actor == PAGE_IMPORTER and e.imported_from == "CLM-0338.txt" for e in events)
     page = folded(events)
+    assert page.notes.drafted_by_model and page.notes.drafted.by == PAGE_IMPORTER
+    assert page.status.unreviewed_model_draft and not page.status.counts_toward_scorecard
     assert page.sources[0].imported_from == "CLM-0338.txt" and page.sources[0].brought.by == PAGE_IMPORTER
     assert events[0].drafted_confidence == "low"
     assert [e.rank for e in events[2:]] == [1, 2, 3, 4, 5]
@@ -57,3 +64,16 @@ def test_a_new_source_on_the_page_is_attached_and_the_old_one_is_not_repeated():
     extra = replace(page.sources[0], relation="contradicts", measured="A failed replication.")
     events = decide_import(replace(page, sources=(*page.sources, extra)), current, CTX)
     assert [(type(e), e.relation) for e in events] == [(SourceAttached, "contradicts")]
+
+
+def test_a_page_import_writes_only_what_the_contracts_rules_allow():
+    """Every reader's gate refuses an event against the rules (events/rules.py): an import is held to them
+    before it publishes, as a command is, so nothing the registry writes is refused."""
+    page = sample("CLM-0631")
+    events = decide_import(page, None, CTX)
+    twice = decide_import(replace(page, sources=page.sources + page.sources), None, CTX)  # a source listed twice is one
+    assert [e.type for e in twice] == [e.type for e in events]
+    retracted = ClaimRetracted(event_id=new_event_id(), claim_id=page.claim_id, occurred_at=NOW, actor=PAGE_IMPORTER, reason="Wrong.")
+    current = folded([*events, retracted])
+    with pytest.raises(ImportRefused, match=f"ClaimRevised of {page.claim_id}: {page.claim_id} is retracted: it cannot take ClaimRevised"):
+        decide_import(replace(page, statement="A narrower statement."), current, CTX)

@@ -1,4 +1,5 @@
-"""The disagreements and reviews sections of the registry's text: parsed, rendered back, imported with who wrote them."""
+"""The disagreements and reviews sections of the registry's text, and who brought a source: parsed, rendered back,
+imported with who wrote them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from events import Actor
 from events.disagreement import DisagreementAnswered, DisagreementFiled, DisagreementResolved
 from events.review import ReviewRecorded, ReviewWithdrawn
+from events.source import SourceAttached
 from projections.base import Record
 from projections.claim_page import fold
 from services.ingest.importer import PAGE_IMPORTER, ImportContext, decide_import, source_id
@@ -116,3 +118,55 @@ def test_a_later_import_adds_only_the_answers_and_outcomes_the_log_lacks():
     later = decide_import(parse_page(TEXT, "CLM-0631.txt"), held, CTX)
     assert [(type(e).__name__, e.written_by.id) for e in later] == [
         ("DisagreementAnswered", "bob"), ("DisagreementResolved", "carol"), ("ReviewWithdrawn", "reviewer-7")]
+
+
+SOURCE = next(at for at, line in enumerate(LINES) if line.startswith("- Validated by: "))
+BROUGHT = "  Brought by alice (person)."
+ATTRIBUTED = "\n".join(LINES[: SOURCE + 1] + [BROUGHT] + LINES[SOURCE + 1 :])
+
+
+def test_a_source_may_say_who_brought_it_and_renders_back_byte_for_byte():
+    page = parse_page(ATTRIBUTED, "CLM-0631.txt")
+    assert page.sources[0].brought == Actor(id="alice", kind="person")
+    assert parse_page(SAMPLE).sources[0].brought is None  # the registry's own pages say no one
+    assert render_page(page) == ATTRIBUTED
+    model = ATTRIBUTED.replace(BROUGHT, "  Brought by reader-2 (model: judge model 2 (preview)).")
+    assert parse_page(model).sources[0].brought.model == "judge model 2 (preview)"
+    assert render_page(parse_page(model)) == model
+
+
+@pytest.mark.parametrize(
+    ("replacement", "problem"),
+    [
+        ("  Brought by alice.", 'expected who brought the source above, "  Brought by <who> (person|service|model'),
+        ("  Brought by alice (robot).", "expected who brought the source above"),
+        ("  Brought by alice (person): she found it.", "expected who brought the source above"),
+        ("  Brought by alice (person)", "expected who brought the source above"),
+        ("  Attached by alice (person).", 'found "  Attached by alice (person)."'),
+        (f"  Brought by bot (model: {'m' * 501}).", "who brought it: String should have at most 500 characters"),
+    ],
+)
+def test_a_malformed_brought_by_line_names_its_line(replacement, problem):
+    text = ATTRIBUTED.replace(BROUGHT, replacement)
+    with pytest.raises(PageFormatError) as caught:
+        parse_page(text, "p.txt")
+    assert (caught.value.path, caught.value.line) == ("p.txt", SOURCE + 2) and problem in caught.value.problem
+
+
+def test_a_second_brought_by_line_under_one_source_names_its_line():
+    text = ATTRIBUTED.replace(BROUGHT, BROUGHT + "\n  Brought by bob (person).")
+    with pytest.raises(PageFormatError, match=f'p.txt:{SOURCE + 3}: expected one "Brought by <who>." line under a'):
+        parse_page(text, "p.txt")
+
+
+def test_an_imported_source_is_the_importers_with_who_the_page_says_brought_it():
+    page = parse_page(ATTRIBUTED, "CLM-0631.txt")
+    [source] = [e for e in decide_import(page, None, CTX) if isinstance(e, SourceAttached)]
+    assert (source.actor, source.imported_from, source.written_by) == (PAGE_IMPORTER, "CLM-0631.txt", page.sources[0].brought)
+    assert source.source_id == source_id("CLM-0631", parse_page(SAMPLE).sources[0])  # who brought it is no part of its id
+    folded = fold(Record(seq, CTX.now, e) for seq, e in enumerate(decide_import(page, None, CTX), start=1))
+    brought = folded.sources[0].brought
+    assert (brought.by, brought.written_by, brought.imported_from) == (PAGE_IMPORTER, page.sources[0].brought, "CLM-0631.txt")
+    assert decide_import(page, folded, CTX) == []  # importing it again adds nothing
+    unnamed = fold(Record(seq, CTX.now, e) for seq, e in enumerate(decide_import(parse_page(SAMPLE, "CLM-0631.txt"), None, CTX), start=1))
+    assert (unnamed.sources[0].brought.written_by, unnamed.sources[0].brought.imported_from) == (None, None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.commands.rate_limit import RateLimiter
+from services.identity.rate_limit import RateLimiter
 
 
 class Clock:

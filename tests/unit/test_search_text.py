@@ -1,22 +1,31 @@
-"""The past search's matching and ranking: phrases, exclusions, alternatives, stop words, BM25."""
+"""The past search on SQLite's rules: an in-memory FTS5 table of the present search's tokenizer, matching
+phrases, exclusions and alternatives and ranking by its bm25()."""
 
 from __future__ import annotations
 
-from services.read_api.search_text import RULES, StatementIndex
+import importlib
+
+from services.read_api.search_text import FTS5_TABLE, Fts5Index, fts5_query
+
+SEARCH_MIGRATION = importlib.import_module("migrations.versions.0003_listing_search")
+
+
+def test_the_past_index_is_made_as_the_present_search_table_is():
+    present = SEARCH_MIGRATION.SQLITE_SEARCH_TABLE.replace("content='claim_pages', content_rowid='first_seq', ", "")
+    assert present == FTS5_TABLE
 
 
 def test_a_past_search_matches_phrases_exclusions_and_alternatives_and_ranks_by_bm25():
-    index = StatementIndex(
+    index = Fts5Index(
         [("CLM-0001", "Planning, and planning again: planning helps."), ("CLM-0002", "Careful planning of tool use helps."),
-         ("CLM-0003", "Tool use helps small models.")],
-        RULES["postgresql"],
+         ("CLM-0003", "Tool use helps small models."), ("CLM-0004", "Résumés of café studies.")],
     )
     scores = index.scores("planned")
     assert sorted(scores, key=scores.get, reverse=True) == ["CLM-0001", "CLM-0002"]
-    assert set(index.scores('"planning of tool"')) == {"CLM-0002"}  # "of" is a stop word: its place is kept
+    assert set(index.scores('"planning of tool"')) == {"CLM-0002"}
     assert set(index.scores('"planning tool"')) == set()
     assert set(index.scores("helps -planning")) == {"CLM-0003"}
     assert set(index.scores("careful or small")) == {"CLM-0002", "CLM-0003"}
-    assert index.scores("the of") == {}  # stop words only: nothing to look for, as in PostgreSQL
-    sqlite = StatementIndex([("CLM-0001", "The end of it.")], RULES["sqlite"])
-    assert set(sqlite.scores("the of")) == {"CLM-0001"}  # SQLite's index has no stop words
+    assert set(index.scores("cafe resume")) == {"CLM-0004"}  # diacritics removed, stemmed
+    assert set(index.scores("of")) == {"CLM-0002", "CLM-0004"}  # SQLite's index has no stop words
+    assert index.scores("-") == {} and fts5_query("-") is None

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from events import Actor
-from services.actors import TokenExpired, TokenRecord
 from services.cli.actors import expires_label
-from services.expiry import BadExpiry, expiry, parse_duration, parse_time
+from services.identity.actors import TokenExpired, TokenRecord
+from services.identity.expiry import BadExpiry, expiry, parse_duration, parse_time
 
 NOW = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
 

@@ -12,7 +12,9 @@ def test_up_runs_n_workers_each_under_a_name_that_outlives_its_restarts():
     projectors = [child for child in children if child.argv[-1] == "projector"]
     assert [child.name for child in projectors] == ["projector-1", "projector-2", "projector-3"]
     assert [child.env["CLAIMLOG_WORKER_NAME"] for child in projectors] == ["box-w1", "box-w2", "box-w3"]
-    assert [child.name for child in children if child not in projectors] == ["api"]
+    assert [child.name for child in children if child not in projectors] == ["tlog", "api"]  # one integrator however many workers
+    tlog = next(child for child in children if child.name == "tlog")
+    assert tlog.argv[-2:] == ["tlog", "integrate"] and "CLAIMLOG_WORKER_NAME" not in tlog.env
     Settings(worker_name=projectors[0].env["CLAIMLOG_WORKER_NAME"])  # a name the setting accepts
     (alone,) = [child for child in _children(settings, "127.0.0.1", 8000) if child.argv[-1] == "projector"]
     assert alone.name == "projector" and alone.env["CLAIMLOG_WORKER_NAME"] == "box-w1"

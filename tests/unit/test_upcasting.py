@@ -6,11 +6,26 @@ import json
 from typing import Annotated, Union
 
 import pytest
-from pydantic import Field, TypeAdapter
+from pydantic import Field, TypeAdapter, ValidationError
 
-from events import Actor, UnknownEventError, decode, encode, registry
+from events import Actor, ActorKind, UnknownEventError, decode, encode, registry
 from events.disagreement import DisagreementFiled
-from tests.builders import BOT, answered, attached, filed, related, resolved, review_withdrawn, reviewed
+from events.imported import PageDrafter
+from projections.base import Record
+from projections.claim_page import fold
+from tests.builders import (
+    BOT,
+    MODEL,
+    PERSON,
+    answered,
+    attached,
+    drafted,
+    filed,
+    related,
+    resolved,
+    review_withdrawn,
+    reviewed,
+)
 
 
 def _v2(monkeypatch: pytest.MonkeyPatch, upcaster=None) -> None:
@@ -23,7 +38,8 @@ def _v2(monkeypatch: pytest.MonkeyPatch, upcaster=None) -> None:
 
 
 def test_the_version_the_code_writes_is_each_event_class_default():
-    versions = {"SourceAttached": 2, "ClaimsRelated": 2}  # 2: imported_from
+    versions = {"SourceAttached": 3, "ClaimsRelated": 2}  # 2: imported_from; 3 (sources): written_by
+    versions |= {"ClaimDrafted": 2}  # 2: imported_from, drafted_by
     versions |= dict.fromkeys(  # 2: imported_from, written_by
         ("DisagreementFiled", "DisagreementAnswered", "DisagreementResolved", "ReviewRecorded", "ReviewWithdrawn"), 2)
     for name, cls in registry.EVENT_TYPES.items():
@@ -40,9 +56,52 @@ def test_a_version_1_source_or_relation_imported_as_the_registry_drafter_says_it
     drafter = registry.REGISTRY_DRAFTER
     for event in (attached("CLM-0001", actor=Actor(**drafter)), related("CLM-0001", actor=Actor(**drafter))):
         upcast = decode(version_1(event))
-        assert (upcast.schema_version, upcast.imported_from) == (2, "a registry page"), type(event).__name__
+        assert (upcast.schema_version, upcast.imported_from) == (registry.CURRENT_VERSION[event.type], "a registry page")
     brought = decode(version_1(attached("CLM-0001", actor=BOT)))
-    assert (brought.schema_version, brought.imported_from) == (2, None)
+    assert (brought.schema_version, brought.imported_from, brought.written_by) == (3, None, None)
+
+
+def test_a_version_2_source_imported_from_a_page_reads_as_one_whose_page_named_no_one():
+    stored = json.loads(encode(attached("CLM-0001", actor=BOT, imported_from="CLM-0001.txt")))
+    stored["schema_version"] = 2
+    upcast = decode(json.dumps(stored).encode())
+    assert (upcast.schema_version, upcast.imported_from, upcast.written_by) == (3, "CLM-0001.txt", None)
+
+
+# A draft as a version 1 page import stored it, byte for byte: the invented registry-drafter's.
+STORED_V1_IMPORTED_DRAFT = (
+    b'{"event_id":"019a4000-0000-7000-8000-000000000001","type":"ClaimDrafted","claim_id":"CLM-0338",'
+    b'"occurred_at":"2026-11-01T12:00:00Z","actor":{"id":"registry-drafter","kind":"model",'
+    b'"model":"unnamed registry drafting model"},"slug":"old-import","statement":"A statement.",'
+    b'"capability":"Planning","observed_on":"One benchmark","drafted_confidence":"low"}'
+)
+
+
+def test_a_version_1_draft_imported_as_the_registry_drafter_is_the_importers_of_a_model_draft_from_a_page():
+    upcast = decode(STORED_V1_IMPORTED_DRAFT)
+    assert (upcast.schema_version, upcast.actor) == (2, Actor(id="claimlog-ingest", kind="service"))
+    assert (upcast.imported_from, upcast.drafted_by) == ("a registry page", PageDrafter(kind="model"))
+    assert upcast.drafter_kind is ActorKind.MODEL  # what keeps it out of the scorecard until reviewed
+    assert (upcast.slug, upcast.drafted_confidence, upcast.occurred_at.isoformat()) == (
+        "old-import", "low", "2026-11-01T12:00:00+00:00")
+    notes = fold([Record(1, upcast.occurred_at, upcast)]).notes
+    assert (notes.drafted_by_model, notes.drafted.by.id, notes.drafted.imported_from) == (True, "claimlog-ingest", "a registry page")
+
+
+def test_a_version_1_draft_by_anyone_else_reads_unchanged():
+    for actor in (MODEL, PERSON, BOT):
+        upcast = decode(version_1(drafted("CLM-0001", actor=actor)))
+        assert (upcast.schema_version, upcast.actor, upcast.imported_from, upcast.drafted_by) == (2, actor, None, None)
+        assert upcast.drafter_kind is actor.kind
+
+
+def test_a_draft_says_who_a_page_says_drafted_it_only_with_the_page():
+    unpaged = drafted("CLM-0001", actor=PERSON, drafted_by=PageDrafter(kind="model"))
+    assert (unpaged.page_drafter, unpaged.drafter_kind) == (None, ActorKind.PERSON)
+    page = fold([Record(1, unpaged.occurred_at, unpaged)])
+    assert (page.notes.drafted_by, page.status.unreviewed_model_draft) == (None, False)
+    with pytest.raises(ValidationError, match="only a model drafter names a model"):
+        PageDrafter(kind="person", model="m-1")
 
 
 class DisagreementFiledV2(DisagreementFiled):

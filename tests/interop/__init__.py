@@ -1,0 +1,1 @@
+"""Interoperability vectors: claimlog's ``tlog/`` against golang.org/x/mod/sumdb (``make vectors``)."""
