@@ -138,3 +138,52 @@ def decode_entry(data: bytes) -> LogEntry:
     if encode_entry(entry) != data:
         raise EntryError("the entry is not in its canonical form (header order, names or time digits)")
     return entry
+
+
+PREDECESSOR_LINE = b"claimlog/predecessor/v1"
+
+
+@dataclass(frozen=True)
+class Predecessor:
+    """Entry 0 of a log that succeeds another (a new log identity: new origin and key): the previous log's
+    verifier key and the last checkpoint it signed, as a signed note. Every later entry ``i`` is then the
+    message at stream sequence ``i``: the new tree commits to the whole stream, after the statement of
+    which tree it follows.
+
+        claimlog/predecessor/v1
+        vkey <the previous log's verifier key>
+        <empty line>
+        <the previous log's last signed checkpoint, a signed note, with any cosignatures>
+    """
+
+    vkey: str
+    checkpoint: str  # the signed note, exactly as that log (and its witnesses) signed it
+
+
+def encode_predecessor(predecessor: Predecessor) -> bytes:
+    """The entry's canonical bytes."""
+    if not predecessor.vkey or any(c.isspace() for c in predecessor.vkey):
+        raise EntryError(f"a predecessor's verifier key {predecessor.vkey[:80]!r} is empty or holds spaces")
+    if not predecessor.checkpoint.endswith("\n"):
+        raise EntryError("a predecessor's checkpoint is a signed note, which ends in a newline")
+    data = PREDECESSOR_LINE + b"\nvkey " + predecessor.vkey.encode() + b"\n\n" + predecessor.checkpoint.encode()
+    if len(data) > MAX_ENTRY_BYTES:
+        raise EntryError(f"a predecessor entry of {len(data)} bytes does not fit an entry bundle ({MAX_ENTRY_BYTES})")
+    return data
+
+
+def decode_predecessor(data: bytes) -> Predecessor | None:
+    """The predecessor an entry states, or None when the entry is not a predecessor entry."""
+    if not data.startswith(PREDECESSOR_LINE + b"\n"):
+        return None
+    head, sep, note = data.partition(b"\n\n")
+    lines = head.split(b"\n")
+    if not sep or len(lines) != 2 or not lines[1].startswith(b"vkey "):
+        raise EntryError("a predecessor entry is its version line, 'vkey <verifier key>', an empty line and a signed note")
+    try:
+        predecessor = Predecessor(lines[1][5:].decode(), note.decode())
+    except UnicodeDecodeError as error:
+        raise EntryError(f"a predecessor entry is not UTF-8: {error}") from None
+    if encode_predecessor(predecessor) != data:
+        raise EntryError("the predecessor entry is not in its canonical form")
+    return predecessor

@@ -9,7 +9,8 @@ and nothing else of the log's machinery. Each module pins the C2SP specification
 - ``tiles``: tlog-tiles v0.1.0 (hash tiles of height 8, entry bundles, paths);
 - ``note``: signed-note v1.0.0 (Ed25519 signatures, key ids, verifier keys);
 - ``checkpoint``: tlog-checkpoint v1.0.0;
-- ``cosignature``: tlog-cosignature v1.0.1 (Ed25519 ``cosignature/v1``, signature type 0x04);
+- ``cosignature``: tlog-cosignature v1.0.1 (Ed25519 ``cosignature/v1``, signature type 0x04) and, as read at
+  commit 01194db11950a0ae2b2b2401afa0a4063a822458, ML-DSA-44 (``subtree/v1``, signature type 0x06);
 - ``proof``: tlog-proof (``c2sp.org/tlog-proof@v1``);
 - ``witness_protocol``: the request and answer bodies of tlog-witness v1.0.0 ``add-checkpoint``.
 """

@@ -4,6 +4,8 @@ A note is text ending in a newline, a blank line, then signature lines ``— <na
 Key ids are ``SHA-256(name || 0x0A || type || public key)[:4]``; a verifier key (vkey) is
 ``<name>+<8 hex key id>+base64(type || public key)``; a signer key (skey), as Go's
 ``golang.org/x/mod/sumdb/note`` writes it, ``PRIVATE+KEY+<name>+<8 hex key id>+base64(type || seed)``.
+Every key type here keeps a 32-byte seed (Ed25519's private key; ML-DSA-44's FIPS 204 key generation
+seed), whatever the size of its public key.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from tlog.hashes import HASH_SIZE
 
 ED25519 = 0x01
 COSIGNATURE_V1 = 0x04  # tlog-cosignature's timestamped Ed25519 (tlog/cosignature.py)
+COSIGNATURE_MLDSA44 = 0x06  # tlog-cosignature's ML-DSA-44 subtree/v1 (tlog/cosignature.py)
+SEED_SIZE = 32
+SEED_KINDS = {ED25519: "Ed25519", COSIGNATURE_V1: "Ed25519", COSIGNATURE_MLDSA44: "ML-DSA-44"}
 DASH = "\u2014 "
 MAX_SIGNATURES = 100  # a verifier's bound: the spec asks at least 16 be accepted
 
@@ -68,8 +73,10 @@ def read_skey(skey: str, key_type: int, *, what: str) -> tuple[str, bytes, str]:
     if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
         raise TlogFormatError(f"a {what} key is PRIVATE+KEY+<name>+<hex key id>+<base64 key>")
     raw = unb64(parts[4], what=f"the {what} key's key")
-    if len(raw) != 33 or raw[0] != key_type:
-        raise TlogFormatError(f"the {what} key is not a type 0x{key_type:02x} Ed25519 key of 32 bytes")
+    if len(raw) != 1 + SEED_SIZE or raw[0] != key_type:
+        found = f"type 0x{raw[0]:02x}, {len(raw) - 1} bytes" if raw else "empty"
+        raise TlogFormatError(f"the {what} key is not a type 0x{key_type:02x} {SEED_KINDS[key_type]} key "
+                              f"of a {SEED_SIZE}-byte seed ({found})")
     return parts[2], raw[1:], parts[3]
 
 

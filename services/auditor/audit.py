@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from events.log_entry import EntryError, decode_entry
+from events.log_entry import PREDECESSOR_LINE, EntryError, Predecessor, decode_entry, decode_predecessor
 from services.auditor.errors import AuditFailure
 from services.auditor.mirror import Mirror
 from tlog.builder import TreeBuilder
@@ -22,6 +22,7 @@ from tlog.errors import TlogFormatError, VerificationError
 from tlog.note import Verifier, open_note
 from tlog.proofs import tree_root
 from tlog.tiles import HEIGHT, WIDTH, Tile, decode_bundle, tile_reader
+from tlog.vkeys import parse_vkey
 
 if TYPE_CHECKING:
     from services.auditor.replay import Comparison
@@ -36,6 +37,7 @@ class AuditReport:
     entries_checked: int
     unreadable_entries: list[int]
     comparison: Comparison | None = None  # what the registry serves against a replay of the entries, when asked
+    predecessor: Checkpoint | None = None  # the previous log's last checkpoint, when entry 0 names one (a new log identity)
 
 
 async def audit(
@@ -52,7 +54,7 @@ async def audit(
         if root != checkpoint.root:
             raise fork(mirror, held_note, note, f"the checkpoint of size {checkpoint.size} has another root than the tree "
                        f"of size {held.size} verified before holds at that size: a fork")
-        return AuditReport(checkpoint, held.size, 0, [])
+        return AuditReport(checkpoint, held.size, 0, [], predecessor=predecessor_of(mirror, held.size))
     start = held.size if held else 0
     builder = TreeBuilder.resume(start, mirror.tile) if start else TreeBuilder()
     unreadable = await _grow(fetch, mirror, builder, checkpoint.size, progress)
@@ -64,7 +66,30 @@ async def audit(
     for tile, data in builder.partial_tiles():
         await _expect(fetch, mirror, tile, data)
     mirror.keep_checkpoint(note)
-    return AuditReport(checkpoint, start, checkpoint.size - start, unreadable)
+    return AuditReport(checkpoint, start, checkpoint.size - start, unreadable, predecessor=predecessor_of(mirror, checkpoint.size))
+
+
+def predecessor_of(mirror: Mirror, size: int) -> Checkpoint | None:
+    """The checkpoint entry 0 of the mirrored tree names as its previous log's last (a new log identity), checked
+    to be signed by the key the entry names; None when entry 0 is an ordinary entry."""
+    if size == 0:
+        return None
+    first = decode_bundle(mirror.tile(Tile(None, 0, min(WIDTH, size))))[0]
+    try:
+        stated = decode_predecessor(first)
+    except EntryError as error:
+        raise AuditFailure(f"entry 0 is a malformed predecessor entry: {error}") from None
+    return None if stated is None else predecessor_checkpoint(stated)
+
+
+def predecessor_checkpoint(stated: Predecessor) -> Checkpoint:
+    """The previous log's checkpoint a predecessor entry names, its signature checked with the key it names."""
+    try:
+        key = parse_vkey(stated.vkey)
+        opened, _ = open_note(stated.checkpoint, [key])
+        return parse_checkpoint(opened.text)
+    except (VerificationError, TlogFormatError) as error:
+        raise AuditFailure(f"entry 0 names a previous log's checkpoint that its key {stated.vkey} did not sign ({error})") from None
 
 
 def verified(note: str, log_key: Verifier, witnesses: Sequence[Verifier]) -> Checkpoint:
@@ -97,7 +122,8 @@ async def _grow(fetch: Fetch, mirror: Mirror, builder: TreeBuilder, size: int, p
             try:
                 decode_entry(entry)
             except EntryError:
-                unreadable.append(builder.size)
+                if builder.size != 0 or not entry.startswith(PREDECESSOR_LINE):  # a successor's entry 0: predecessor_of reads it
+                    unreadable.append(builder.size)
             for tile, data in builder.append(entry):
                 await _expect(fetch, mirror, tile, data, known={bundle: served})
         progress(builder.size, size)

@@ -27,7 +27,7 @@ from urllib.parse import quote
 from sqlalchemy import Engine, select
 
 from events.key_registry import RegistryChangeError, decode_change
-from events.log_entry import SIGNATURE, EntryError, LogEntry, decode_entry
+from events.log_entry import PREDECESSOR_LINE, SIGNATURE, EntryError, LogEntry, decode_entry
 from events.subjects import REGISTRY
 from projections.registry import build_projections
 from projections.scorecard import RULES_VERSION
@@ -93,19 +93,29 @@ def mirrored_entries(mirror: Mirror, size: int) -> Iterator[tuple[int, bytes]]:
             yield (index << HEIGHT) + offset, entry
 
 
-def delivery(index: int, data: bytes) -> Delivery:
-    """The delivery the projector would have read for entry ``index``; one that is not a version-1 entry is
-    delivered without a subject or body the gate could admit, so it is refused there, as its message was."""
+def delivery(seq: int, data: bytes) -> Delivery:
+    """The delivery the projector would have read for the entry of the message at stream sequence ``seq``; one
+    that is not a version-1 entry is delivered without a subject or body the gate could admit, so it is
+    refused there, as its message was."""
     try:
         entry = decode_entry(data)
     except EntryError:
-        return Delivery(index + 1, 0, "claims.unreadable.Unreadable", b"", "", None)
-    return _from_entry(index, entry)
+        return Delivery(seq, 0, "claims.unreadable.Unreadable", b"", "", None)
+    return _from_entry(seq, entry)
 
 
-def _from_entry(index: int, entry: LogEntry) -> Delivery:
+def _from_entry(seq: int, entry: LogEntry) -> Delivery:
     stored_ns = int(entry.stored_at.timestamp()) * 1_000_000_000 + entry.stored_at.microsecond * 1000
-    return Delivery(index + 1, stored_ns, f"claims.{entry.claim_id}.{entry.event_type}", entry.body, "", dict(entry.headers) or None)
+    return Delivery(seq, stored_ns, f"claims.{entry.claim_id}.{entry.event_type}", entry.body, "", dict(entry.headers) or None)
+
+
+def entry_offset(mirror: Mirror, size: int) -> int:
+    """1 when entry 0 of the tree names a previous log (a new log identity: entry ``i`` is then the message at
+    stream sequence ``i``), else 0 (entry ``i`` is the message at sequence ``i + 1``)."""
+    if size == 0:
+        return 0
+    first = decode_bundle(mirror.tile(Tile(None, 0, min(WIDTH, size))))[0]
+    return 1 if first.startswith(PREDECESSOR_LINE + b"\n") else 0
 
 
 class EntryLog:
@@ -174,14 +184,17 @@ async def replay(mirror: Mirror, size: int, database: Path, attribution: Attribu
     engine = make_engine(f"sqlite:///{database}")
     upgrade(engine)
     deliveries, digests = [], []
+    offset = entry_offset(mirror, size)
     for index, data in mirrored_entries(mirror, size):
-        found = delivery(index, data)
+        if index < offset:
+            continue  # the predecessor entry: no message of the stream
+        found = delivery(index + 1 - offset, data)
         if not found.data and found.subject != "claims.unreadable.Unreadable":
             digests.append(index)
         deliveries.append(found)
-    if size:
+    if deliveries:
         projector = Projector(EntryLog(deliveries, attribution), engine, build_projections(), name="audit", batch=BATCH)
-        await projector.run_until(size, timeout=None)
+        await projector.run_until(size - offset, timeout=None)
     return engine, digests
 
 

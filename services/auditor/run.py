@@ -49,7 +49,10 @@ async def run_audit(
         except TlogFormatError as error:
             raise AuditFailure(str(error)) from None
         mirror.pin(chosen)
-        report = await audit(client, mirror, log_key, cosigners, progress=progress)
+        try:
+            report = await audit(client, mirror, log_key, cosigners, progress=progress)
+        except AuditFailure as failure:
+            raise AuditFailure(f"{failure}{await _new_identity_hint(client, chosen)}") from None
         if compare_pages:
             report.comparison = await _compare(client, mirror, directory, report.checkpoint.size, sample, progress, say)
         return report
@@ -58,12 +61,26 @@ async def run_audit(
             await client.close()
 
 
+async def _new_identity_hint(client: LogClient, pinned: str) -> str:
+    """When the registry now serves another log key than the one pinned: what that means and how to go on."""
+    try:
+        served = (await client("vkey")).decode().strip()
+    except Exception:  # noqa: BLE001 - a hint only: the failure stands as it is
+        return ""
+    if served == pinned:
+        return ""
+    return (f"; the registry now serves another log key, {served}: if it started a new log identity, that log's "
+            "entry 0 names the last checkpoint of the log pinned here; audit it as a new log (--key with that key, "
+            "and another --dir) and compare the checkpoint it names with the last one verified here")
+
+
 async def _compare(
     client: LogClient, mirror: Mirror, directory: Path, size: int, sample: int | None,
     progress: Callable[[int, int], None], say: Callable[[str], None],
 ) -> Comparison:
     from services.auditor.replay import (  # the fold's stack, loaded only to compare
         compare,
+        entry_offset,
         replay,
         replay_keys,
     )
@@ -71,7 +88,8 @@ async def _compare(
     attribution = replay_keys(mirror, size)
     say(f"replaying {size} entries through the log's admission and folds")
     engine, digests = await replay(mirror, size, directory / "replay.sqlite3", attribution)
-    try:
-        return await compare(client.json, engine, size, sample=sample, not_replayable=digests, progress=progress)
+    try:  # the registry's pages as of the stream sequence the tree's size covers (one less after a predecessor entry)
+        seq = size - entry_offset(mirror, size)
+        return await compare(client.json, engine, seq, sample=sample, not_replayable=digests, progress=progress)
     finally:
         engine.dispose()

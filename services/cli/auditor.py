@@ -67,6 +67,13 @@ def audit(
         f"rehashed; {len(report.unreadable_entries)} not version-1 entries)",
         highlight=False,
     )
+    if report.predecessor is not None:
+        from tlog.note import b64
+
+        before = report.predecessor
+        err.print(f"{checkpoint.origin} succeeds {before.origin}: its entry 0 names that log's checkpoint of size {before.size} "
+                  f"(root {b64(before.root)}), signed by that log's key; compare it with the last one you verified of that log",
+                  highlight=False)
     comparison = report.comparison
     if comparison is None:
         return
@@ -76,7 +83,7 @@ def audit(
         err.print(f"{len(comparison.not_replayable)} entries hold only their body's digest (first: {comparison.not_replayable[0]}): "
                   "their claims' pages cannot be replayed from the entries", highlight=False)
     err.print(
-        f"compared as of size {comparison.size} under scorecard rules version {comparison.rules_version}: the scorecard and "
+        f"compared as of log sequence {comparison.size} under scorecard rules version {comparison.rules_version}: the scorecard and "
         f"{comparison.claims_compared} of {comparison.claims_in_log} claims' pages; {len(comparison.differences)} differ",
         highlight=False,
     )

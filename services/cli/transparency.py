@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -59,3 +60,46 @@ def vkey() -> None:
     if signer is None:
         raise typer.BadParameter(f"no log key at {path}: `claimlog up` (or `claimlog tlog init`) makes it", param_hint="CLAIMLOG_DATA_DIR")
     out.print(signer.vkey(), highlight=False, soft_wrap=True)
+
+
+@tlog_app.command("new-identity")
+def new_identity(
+    origin: Annotated[str, typer.Option(help="The new log's origin (and key name): scheme-less, never used before.")],
+    checkpoint: Annotated[list[Path], typer.Option(
+        help="A copy of the previous log's checkpoint (a signed note: a mirror's, an auditor's); repeatable. The "
+        "stored one and what the configured witnesses hold are read too, and the largest is named.")] = [],  # noqa: B006
+) -> None:
+    """Start a new log (new origin and key) over the whole stream, when the tree cannot go on (a restore
+    older than the last published checkpoint, a rewritten stream). Run it with the registry stopped; its
+    entry 0 names the previous log's last checkpoint."""
+    from services.runtime.from_settings import open_log, run
+    from services.tlog.identity import IdentityRefused, start_new_identity
+    from services.tlog.keys import key_path
+    from services.tlog.witnesses import parse_witnesses
+
+    settings = setup()
+    notes = []
+    for path in checkpoint:
+        try:
+            notes.append((str(path), path.read_text()))
+        except (OSError, UnicodeDecodeError) as error:
+            raise typer.BadParameter(f"{path}: {error}", param_hint="--checkpoint") from None
+
+    async def start():
+        from services.log.tlog_store import TlogStore
+
+        async with open_log(settings, client_name="claimlog-tlog-identity", role="admin") as claim_log:
+            store = await TlogStore.open(claim_log.nc, claim_log.stream, create=False)
+            witnesses = parse_witnesses(settings.tlog_witnesses) if settings.tlog_witnesses else []
+            return await start_new_identity(claim_log.nc, store, key_path(settings.data_dir, settings.stream), origin,
+                                            notes=notes, witnesses=witnesses)
+
+    try:
+        made = run(start())
+    except IdentityRefused as refused:
+        out.print(f"[red]no new log identity[/red]: {refused}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    before = made.predecessor
+    out.print(f"new log {made.record.origin}: {made.signer.vkey()}", highlight=False, soft_wrap=True)
+    out.print(f"its entry 0 names {before.origin} at size {before.size} (from {', '.join(made.sources)}); "
+              "give every witness and auditor the new verifier key", highlight=False, soft_wrap=True)

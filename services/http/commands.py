@@ -54,7 +54,8 @@ class StoredEventRef(BaseModel):
     event_id: str
     type: str
     seq: int
-    entry_index: int = Field(description="Its entry in the transparency log (seq - 1): GET /log/proof/{entry_index} proves it once integrated.")
+    entry_index: int = Field(description="Its entry in the transparency log (seq - 1; seq in a log that succeeds another, whose entry 0 names "
+        "its predecessor): GET /log/proof/{entry_index} proves it once integrated.")
 
 
 class CommandResult(BaseModel):
@@ -178,15 +179,20 @@ async def run(
     except LogError as error:
         body = {"error": "log_unavailable", "message": f"the log did not take the command: {error}"}
         return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
-    return _result(outcome)
+    published = api_state(request.app).published_log()
+    return _result(outcome, [await published.entry_index(e.seq) if published else e.seq - 1 for e in outcome.events])
 
 
-def _result(outcome: Outcome) -> JSONResponse:
+def _result(outcome: Outcome, entry_indexes: list[int]) -> JSONResponse:
+    refs = [
+        StoredEventRef(event_id=e.event_id, type=e.type, seq=e.seq, entry_index=index)
+        for e, index in zip(outcome.events, entry_indexes, strict=True)
+    ]
     body = CommandResult(
         claim_id=outcome.claim_id,
         command=outcome.command,
         duplicate=outcome.duplicate,
-        events=[StoredEventRef(event_id=e.event_id, type=e.type, seq=e.seq, entry_index=e.seq - 1) for e in outcome.events],
+        events=refs,
         last_seq=outcome.last_seq,
     )
     headers = {"ETag": f'"{outcome.last_seq}"', "Location": f"/claims/{outcome.claim_id}?after={outcome.last_seq}"}

@@ -16,6 +16,7 @@ Both are made by whoever may (``create``), with the log's number of copies, and 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import time
@@ -35,6 +36,7 @@ from nats.js.errors import (
 from nats.js.kv import KeyValue
 from nats.js.object_store import ObjectStore
 
+from events.log_entry import Predecessor
 from services.log.buckets import find_named, open_named
 from services.log.errors import LogError
 from services.log.names import TLOG, object_stream, tiles_bucket, tlog_bucket
@@ -60,13 +62,30 @@ class TreeRecord:
     stream: str
     stream_created: str  # the stream's creation time when the tree last matched it (RFC 3339)
     created_at: float
+    # A log that succeeds another (a new log identity): its entry 0 names the previous log's key and last
+    # checkpoint, so stream sequence s is entry s, not s - 1; its tiles are stored under their own prefix,
+    # beside the previous log's, which stay as they were.
+    predecessor: Predecessor | None = None
+    tiles_prefix: str = ""
+
+    @property
+    def offset(self) -> int:
+        """What entry indexes run ahead of stream sequences minus one: 1 after a predecessor entry, else 0."""
+        return 0 if self.predecessor is None else 1
+
+    def entry_index(self, seq: int) -> int:
+        """The entry index of the message at stream sequence ``seq``."""
+        return seq - 1 + self.offset
 
     def encode(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode()
 
     @classmethod
     def decode(cls, data: bytes) -> TreeRecord:
-        return cls(**json.loads(data))
+        fields = json.loads(data)
+        if fields.get("predecessor") is not None:
+            fields["predecessor"] = Predecessor(**fields["predecessor"])
+        return cls(**fields)
 
 
 @dataclass(frozen=True)
@@ -80,6 +99,12 @@ class TlogStore:
 
     def __init__(self, js: JetStreamContext, kv: KeyValue, objects: ObjectStore, stream: str) -> None:
         self.js, self.kv, self.objects, self.stream = js, kv, objects, stream
+        self.prefix = ""  # the tiles of the tree in use (a successor's are under their own prefix): ``use``
+
+    def use(self, record: TreeRecord) -> TreeRecord:
+        """Read and write the tiles of the tree ``record`` from now on."""
+        self.prefix = record.tiles_prefix
+        return record
 
     @classmethod
     async def open(cls, nc: Client, stream: str, *, replicas: int = 1, create: bool = True) -> TlogStore:
@@ -128,6 +153,22 @@ class TlogStore:
         except KeyWrongLastSequenceError:
             raise LostRace("the tree record changed while it was updated") from None
 
+    async def succeed(self, record: TreeRecord, previous: TreeRecord) -> None:
+        """Make ``record`` (a new log identity, succeeding ``previous``) the tree: its checkpoint, cosignatures
+        and status start empty, the previous tree's tiles stay where they are; ``LostRace`` when the tree
+        record is no longer ``previous``."""
+        data, revision = await self._get(TREE)
+        if data is None or TreeRecord.decode(data) != previous:
+            raise LostRace(f"the tree record of {self.stream} changed while a new log identity was made")
+        try:
+            await self.kv.update(TREE, record.encode(), last=revision)
+        except KeyWrongLastSequenceError:
+            raise LostRace("the tree record changed while a new log identity was made") from None
+        for key in (CHECKPOINT, COSIGNED, STATUS):
+            data, _ = await self._get(key)
+            if data is not None:
+                await self.kv.delete(key)
+
     async def checkpoint(self) -> tuple[str | None, int]:
         """The last signed checkpoint (a note) and its revision (0: none yet)."""
         data, revision = await self._get(CHECKPOINT)
@@ -150,6 +191,11 @@ class TlogStore:
         data, _ = await self._get(COSIGNED)
         return None if data is None else data.decode()
 
+    async def lease(self) -> Lease | None:
+        """Who holds the tree, until when (None: nobody ever took it)."""
+        data, _ = await self._get(LEASE)
+        return None if data is None else Lease(**json.loads(data))
+
     async def take_lease(self, holder: str, seconds: float) -> bool:
         """Hold the tree for ``seconds`` if it is free, expired or already ours; False when another holds it."""
         data, revision = await self._get(LEASE)
@@ -168,6 +214,14 @@ class TlogStore:
             return False
         return True
 
+    async def release_lease(self, holder: str) -> None:
+        """Give the tree up at once when ``holder`` holds it (a stop, a refusal), rather than when the lease runs out."""
+        data, revision = await self._get(LEASE)
+        if data is None or Lease(**json.loads(data)).holder != holder:
+            return
+        with contextlib.suppress(KeyWrongLastSequenceError):  # taken meanwhile: it is another's now
+            await self.kv.update(LEASE, json.dumps(asdict(Lease(holder, 0.0))).encode(), last=revision)
+
     async def set_status(self, status: dict) -> None:
         await self.kv.put(STATUS, json.dumps(status, sort_keys=True).encode())
 
@@ -176,7 +230,7 @@ class TlogStore:
         return None if data is None else json.loads(data)
 
     async def put_tile(self, path: str, data: bytes) -> None:
-        await self.objects.put(path, data)
+        await self.objects.put(self.prefix + path, data)
 
     async def tile(self, path: str) -> bytes:
         """A stored tile's bytes; ``TileMissing`` when there is none.
@@ -185,6 +239,7 @@ class TlogStore:
         consumer for every object (and asks the account's stream names): a reader's permissions and a
         few round trips suffice, and the digest is checked all the same.
         """
+        path = self.prefix + path
         try:
             info = await self.objects.get_info(path)
         except (ObjectNotFoundError, ObjectDeletedError, NotFoundError):

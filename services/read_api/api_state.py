@@ -90,6 +90,14 @@ class ApiState:
     pasts: PastCaches = field(default_factory=PastCaches)
     transparency: PublishedLog | None = None  # the transparency log /log/ serves, opened on first use
 
+    def published_log(self) -> PublishedLog | None:
+        """The transparency log this process serves, opened on first use; None before it is connected to the log."""
+        if self.claim_log is None:
+            return None
+        if self.transparency is None:
+            self.transparency = PublishedLog(self.claim_log.nc, self.claim_log.stream)
+        return self.transparency
+
 
 def install_state(app: FastAPI, state: ApiState) -> None:
     """Make ``state`` the services ``app`` serves with."""

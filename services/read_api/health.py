@@ -12,7 +12,6 @@ from services.read_api.api_state import api_state
 from services.read_api.deps import DB
 from services.read_api.partitions import partition_section
 from services.registry_buckets import registry_buckets
-from services.tlog.published import PublishedLog
 
 router = APIRouter(tags=["operations"])
 
@@ -46,10 +45,8 @@ async def health(request: Request, db: DB) -> JSONResponse:
 
 async def _transparency(request: Request, body: dict) -> None:
     """The transparency log's size and its integrator's state; ``degraded`` when the integrator refused to go on."""
-    state = api_state(request.app)
-    if state.transparency is None and state.claim_log is not None:
-        state.transparency = PublishedLog(state.claim_log.nc, state.claim_log.stream)
-    if state.transparency is not None and (found := await state.transparency.health()) is not None:
+    published = api_state(request.app).published_log()
+    if published is not None and (found := await published.health()) is not None:
         body["transparency_log"] = found
         if found["integrator"] == "refused":
             body["status"] = "degraded"

@@ -31,11 +31,10 @@ TILE_PATH = r"^(entries|[0-9]|[1-5][0-9]|6[0-3])/(x[0-9]{3}/)*[0-9]{3}(\.p/([1-9
 
 
 def _published(api: Api) -> PublishedLog:
-    if api.claim_log is None:
+    published = api.published_log()
+    if published is None:
         raise HTTPException(503, detail={"error": "not_ready", "message": "the API is not connected to the log yet"})
-    if api.transparency is None:
-        api.transparency = PublishedLog(api.claim_log.nc, api.claim_log.stream)
-    return api.transparency
+    return published
 
 
 def _no_tree(error: NoTree) -> HTTPException:

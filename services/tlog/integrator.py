@@ -1,7 +1,8 @@
 """The integrator: every message the claim stream stores, in order, into the tree; a signed checkpoint each round.
 
 Entry ``i`` is the message at stream sequence ``i + 1`` (``events/log_entry.py``), every message
-included. One integrator at a time holds the tree (a lease in the tree's bucket), and a checkpoint is
+included; in a log that succeeds another (a new log identity), entry 0 names the previous log's last
+checkpoint and entry ``i`` is the message at sequence ``i``. One integrator at a time holds the tree (a lease in the tree's bucket), and a checkpoint is
 only ever replaced by compare-and-set at the revision it read: two integrators never both extend the
 tree. Each round it reads what the stream holds past the tree, appends it, writes the tiles it
 completed, then the partial tiles and bundle of the new size, and only then the signed checkpoint; a
@@ -25,7 +26,7 @@ from dataclasses import dataclass, replace
 from nats.aio.client import Client
 from nats.errors import Error as NatsError
 
-from events.log_entry import encode_entry, from_message
+from events.log_entry import encode_entry, encode_predecessor, from_message
 from events.subjects import DEFAULT_LAYOUT, LogLayout
 from services.log.errors import LogError
 from services.log.reader import ClaimReader, StoredEvent
@@ -51,6 +52,14 @@ class Tree:
     checkpoint: Checkpoint
     revision: int
     builder: TreeBuilder
+
+
+def first_entries(record: TreeRecord) -> TreeBuilder:
+    """The builder of a tree before any stream message: empty, or holding a successor's predecessor entry."""
+    builder = TreeBuilder()
+    if record.predecessor is not None:
+        builder.append(encode_predecessor(record.predecessor))
+    return builder
 
 
 def entry_of(stored: StoredEvent) -> bytes:
@@ -93,7 +102,10 @@ class Integrator:
                 await _sleep(stop, 1.0)
             except Refused as refused:
                 await self.store.set_status({"state": "refused", "reason": str(refused), "at": time.time()})
+                await self.store.release_lease(self.holder)  # an operator acts on the refusal (a new log identity) at once
                 raise
+        with contextlib.suppress(NatsError, LogError, TimeoutError):  # stopped: the tree is free for the next integrator
+            await self.store.release_lease(self.holder)
 
     async def _hold(self, stop: asyncio.Event) -> None:
         if self._ahead is not None:
@@ -122,23 +134,26 @@ class Integrator:
             record = TreeRecord(self.signer.name, self.signer.vkey(), self.stream, created, time.time())
             await self.store.create_tree(record)
             log.warning("transparency log of %s: a new tree, origin %s", self.stream, record.origin)
+        self.store.use(record)
         if record.vkey != self.signer.vkey():
             raise Refused(f"the tree of {self.stream} is signed by {record.vkey}, and this integrator's key is "
                           f"{self.signer.vkey()}: a log's key never changes; start it with the tree's key")
         note, revision = await self.store.checkpoint()
         if note is None:
-            return Tree(record, Checkpoint(record.origin, 0, TreeBuilder().root()), 0, TreeBuilder())
+            return Tree(record, Checkpoint(record.origin, 0, TreeBuilder().root()), 0, first_entries(record))
         checkpoint = checkpoint_of(note, record)
-        if info.state.last_seq < checkpoint.size:
-            raise Refused(f"the stream {self.stream} holds {info.state.last_seq} messages and the tree {checkpoint.size}: "
+        if info.state.last_seq < checkpoint.size - record.offset:
+            raise Refused(f"the stream {self.stream} holds {info.state.last_seq} messages and the tree "
+                          f"{checkpoint.size - record.offset}: "
                           "it was re-created or restored from a backup older than the last checkpoint; "
                           "this log cannot continue (start a new log identity: new origin and key)")
+        await self._refuse_if_witnessed_further(record, checkpoint, note, info.state.last_seq)
         try:
             builder = await resume(self.store, checkpoint.size) if record.stream_created == created else None
         except TileMissing:
             builder = None
         if builder is None:
-            builder = await self._rehash(checkpoint)
+            builder = await self._rehash(checkpoint, record)
             record = replace(record, stream_created=created)
             await self.store.update_tree(record)
         elif builder.root() != checkpoint.root:
@@ -156,15 +171,29 @@ class Integrator:
             raise Refused(f"the log {self.signer.name} has no stored tree, but its witnesses cosigned one ({named}): "
                           "it was lost or deleted; restore it, or start a new log identity (new origin and key)")
 
-    async def _rehash(self, checkpoint: Checkpoint) -> TreeBuilder:
+    async def _refuse_if_witnessed_further(self, record: TreeRecord, checkpoint: Checkpoint, note: str, last_seq: int) -> None:
+        """A witness that cosigned a larger tree than the stream can give again: the registry was restored from
+        a backup older than its last published checkpoint, and new writes would fork the log."""
+        if self.witnesses is None:
+            return
+        held = await self.witnesses.held_sizes(note)
+        beyond = {url: size for url, size in held.items() if size > last_seq + record.offset}
+        if beyond:
+            named = ", ".join(f"{url} holds size {size}" for url, size in beyond.items())
+            raise Refused(f"the witnesses of {record.origin} cosigned a larger tree than the stream {self.stream} holds "
+                          f"({named}; the stored tree is of size {checkpoint.size}, the stream {last_seq} messages): it was "
+                          "restored from a backup older than the last published checkpoint, and this log cannot continue "
+                          "(start a new log identity: new origin and key)")
+
+    async def _rehash(self, checkpoint: Checkpoint, record: TreeRecord) -> TreeBuilder:
         """The tree rebuilt from the stream up to the checkpoint's size, its tiles written again; ``Refused``
         unless it has the checkpoint's root (one entry changed is a different log)."""
         log.warning("transparency log of %s: rehashing %d entries of a re-created stream (or lost tiles)", self.stream, checkpoint.size)
-        builder = TreeBuilder()
+        builder = first_entries(record)
         async with ClaimReader(self.nc, self.stream, layout=self.layout) as reader:
             while builder.size < checkpoint.size:
                 wanted = min(self.batch, checkpoint.size - builder.size)
-                stored = await self._contiguous(reader, builder.size, wanted)
+                stored = await self._contiguous(reader, builder.size - record.offset, wanted)
                 if not stored:
                     await asyncio.sleep(0.1)
                 completed = []
@@ -182,8 +211,9 @@ class Integrator:
         tree = self.tree
         assert tree is not None
         head = (await self.nc.jetstream().stream_info(self.stream)).state.last_seq
-        if head > tree.builder.size:
-            stored = await self._read(reader, tree.builder.size, head)
+        integrated = tree.builder.size - tree.record.offset  # the stream sequence the tree holds up to
+        if head > integrated:
+            stored = await self._read(reader, integrated, head)
             completed = []
             for message in stored:
                 completed += tree.builder.append(entry_of(message))

@@ -38,6 +38,7 @@ class PublishedLog:
         self._lock = asyncio.Lock()
         self._tiles: OrderedDict[str, bytes] = OrderedDict()
         self._note: tuple[float, str, Checkpoint] | None = None
+        self._looked = float("-inf")  # when a write's answer last found no tree (``entry_index``)
 
     async def store(self) -> TlogStore:
         if self._store is None:
@@ -51,11 +52,27 @@ class PublishedLog:
 
     async def record(self) -> TreeRecord:
         if self._record is None:
-            record = await (await self.store()).tree()
+            store = await self.store()
+            record = await store.tree()
             if record is None:
                 raise NoTree(f"the transparency log of {self.stream} has no tree yet")
-            self._record = record
+            self._record = store.use(record)
+            self._tiles.clear()
         return self._record
+
+    async def entry_index(self, seq: int) -> int:
+        """The entry index of the message at stream sequence ``seq``, for a write's answer: never an error
+        once the write is stored. Before the tree exists it is ``seq - 1`` (a new tree never succeeds
+        another: a new log identity is made with the registry stopped, over a tree that exists), and a
+        process that found no tree looks again at most every ``CHECKPOINT_SECONDS``."""
+        if self._record is None and time.monotonic() - self._looked < CHECKPOINT_SECONDS:
+            return seq - 1
+        try:
+            async with asyncio.timeout(CHECKPOINT_SECONDS):
+                return (await self.record()).entry_index(seq)
+        except (NoTree, nats.errors.Error, TimeoutError):
+            self._looked = time.monotonic()
+            return seq - 1
 
     async def signed(self) -> tuple[str, Checkpoint]:
         """The last signed checkpoint (its note, as stored, and what it says), at most a second old."""
@@ -68,7 +85,12 @@ class PublishedLog:
             cosigned = await store.cosigned()
             if cosigned is not None and cosigned.startswith(note):  # the same checkpoint, with its cosignatures
                 note = cosigned
-            self._note = (now, note, checkpoint_of(note, await self.record()))
+            try:
+                checkpoint = checkpoint_of(note, await self.record())
+            except ValueError:  # a new log identity (another origin or key) since the tree was read: read it again
+                self._record = None
+                checkpoint = checkpoint_of(note, await self.record())
+            self._note = (now, note, checkpoint)
         return self._note[1], self._note[2]
 
     async def health(self) -> dict | None:

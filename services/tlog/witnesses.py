@@ -1,9 +1,10 @@
 """The registry's witnesses: each new checkpoint pushed to them (C2SP tlog-witness v1.0.0), their
 cosignatures kept beside the checkpoint, and a fresh tree refused when a witness holds the log already.
 
-``CLAIMLOG_TLOG_WITNESSES`` names them: ``<url> <vkey>`` pairs separated by commas, the vkey a
-cosignature/v1 (type 0x04) key. The push is best effort and never holds integration up: a witness
-that is down is asked again with the next checkpoint.
+``CLAIMLOG_TLOG_WITNESSES`` names them: ``<url> <vkey>`` pairs separated by commas, the vkey a witness's
+cosigning key, Ed25519 (type 0x04) or ML-DSA-44 (type 0x06): only the cosignature of that key is kept.
+The push is best effort and never holds integration up: a witness that is down is asked again with the
+next checkpoint.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import httpx
 from services.log.tlog_store import TlogStore
 from services.tlog.tree import consistency
 from tlog.checkpoint import Checkpoint
-from tlog.cosignature import CosignatureVerifier
+from tlog.cosignature import CosignatureVerifier, MLDSA44CosignatureVerifier
 from tlog.errors import TlogFormatError
 from tlog.note import Signature
 from tlog.vkeys import parse_vkey
@@ -31,7 +32,7 @@ class Witness:
     """A witness: where it listens, its key, and the size it is believed to hold for this log."""
 
     url: str
-    verifier: CosignatureVerifier
+    verifier: CosignatureVerifier | MLDSA44CosignatureVerifier
     size: int = 0
 
 
@@ -46,8 +47,9 @@ def parse_witnesses(text: str) -> list[Witness]:
             verifier = parse_vkey(parts[1])
         except TlogFormatError as error:
             raise ValueError(f"CLAIMLOG_TLOG_WITNESSES pair {n + 1}: {error}") from None
-        if not isinstance(verifier, CosignatureVerifier):
-            raise ValueError(f"CLAIMLOG_TLOG_WITNESSES pair {n + 1}: {parts[1]} is not a cosignature/v1 key (type 0x04)")
+        if not isinstance(verifier, CosignatureVerifier | MLDSA44CosignatureVerifier):
+            raise ValueError(f"CLAIMLOG_TLOG_WITNESSES pair {n + 1}: {parts[1]} is not a witness's cosignature key "
+                             "(Ed25519, type 0x04, or ML-DSA-44, type 0x06)")
         found.append(Witness(parts[0].rstrip("/"), verifier))
     return found
 
@@ -62,11 +64,12 @@ class Witnesses:
     async def close(self) -> None:
         await self._http.aclose()
 
-    async def held_sizes(self, empty_note: str) -> dict[str, int]:
-        """The size each witness holds of this origin, asked with the size-0 checkpoint of a fresh tree."""
+    async def held_sizes(self, note: str) -> dict[str, int]:
+        """The size each witness holds of this origin, asked to cosign ``note`` (a fresh tree's size-0 checkpoint,
+        or the stored one) from size 0: a witness holding a tree answers 409 with its size; one down is left out."""
         held = {}
         for witness in self.witnesses:
-            answer = await self._post(witness, AddCheckpoint(0, (), empty_note))
+            answer = await self._post(witness, AddCheckpoint(0, (), note))
             if answer is not None and answer.status_code == 409:
                 held[witness.url] = parse_size(answer.text)
         return held

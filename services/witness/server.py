@@ -1,4 +1,8 @@
-"""The witness's HTTP server: ``POST /add-checkpoint`` and ``GET /<origin hash>/checkpoint`` (tlog-witness v1.0.0)."""
+"""The witness's HTTP server: ``POST /add-checkpoint`` and ``GET /<origin hash>/checkpoint`` (tlog-witness v1.0.0).
+
+A checkpoint is answered with one cosignature line per key of the witness (tlog-witness allows one or more),
+all made at the same time, and held with them all.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from fastapi.responses import PlainTextResponse, Response
 
 from services.witness.rules import Refusal, check, parse
 from services.witness.state import WitnessState
-from tlog.cosignature import Cosigner
+from tlog.cosignature import Cosigner, MLDSA44Cosigner
 from tlog.note import Verifier
 from tlog.witness_protocol import SIZE_TYPE, format_signatures
 
@@ -19,9 +23,10 @@ MAX_BODY = 64 * 1024  # a checkpoint, 63 proof lines and signatures: far less
 
 
 def create_witness_app(
-    cosigner: Cosigner, logs: Mapping[str, Sequence[Verifier]], state: WitnessState, *, clock: Callable[[], float] = time.time
+    cosigners: Sequence[Cosigner | MLDSA44Cosigner], logs: Mapping[str, Sequence[Verifier]], state: WitnessState, *,
+    clock: Callable[[], float] = time.time,
 ) -> FastAPI:
-    """The witness of the logs ``logs`` (origin -> the log's verifier keys), cosigning as ``cosigner``."""
+    """The witness of the logs ``logs`` (origin -> the log's verifier keys), cosigning with each of ``cosigners``."""
     app = FastAPI(title="claimlog witness", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.post("/add-checkpoint")
@@ -33,8 +38,9 @@ def create_witness_app(
 
         def cosign(held):
             checkpoint = check(submitted, logs.get(submitted.checkpoint.origin), held)
-            signed.append(cosigner.cosign(checkpoint.text(), int(clock())))
-            return checkpoint, submitted.request.checkpoint + signed[0].line()
+            at = int(clock())
+            signed[:] = [cosigner.cosign(checkpoint.text(), at) for cosigner in cosigners]
+            return checkpoint, submitted.request.checkpoint + format_signatures(signed)
 
         try:
             submitted = parse(body)

@@ -1,22 +1,26 @@
-"""The witness (C2SP tlog-witness v1.0.0 add-checkpoint) over HTTP, with its state in a real SQLite file."""
+"""The witness (C2SP tlog-witness v1.0.0 add-checkpoint) over HTTP, with its state in a real SQLite file: Ed25519 and
+ML-DSA-44 cosignatures (tlog-cosignature types 0x04 and 0x06)."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import stat
 from pathlib import Path
 
 import httpx
 import pytest
 
-from services.witness.keys import witness_key, witnessed_logs
+from services.witness.keys import KEY_FILE, MLDSA44_KEY_FILE, witness_key, witness_keys, witnessed_logs
 from services.witness.server import create_witness_app
 from services.witness.state import WitnessState
 from tlog.builder import TreeBuilder
 from tlog.checkpoint import Checkpoint
+from tlog.cosignature import timestamp_of
 from tlog.hashes import leaf_hash
 from tlog.note import Ed25519Signer, open_note, sign_note
 from tlog.proofs import consistency_proof, subtrees_of
+from tlog.vkeys import parse_vkey
 from tlog.witness_protocol import AddCheckpoint, parse_signatures
 
 ORIGIN = "registry.test/claims"
@@ -37,11 +41,11 @@ def proof(old: int, new: int, *, salt: str = "") -> tuple[bytes, ...]:
 
 @pytest.fixture
 async def witness(tmp_path: Path):
-    cosigner = witness_key(tmp_path, "witness.test/w1")
+    keys = witness_keys(tmp_path, "witness.test/w1")
     state = WitnessState(tmp_path / "witness.sqlite3")
-    app = create_witness_app(cosigner, witnessed_logs([LOG.vkey()]), state, clock=lambda: 1_700_000_000)
+    app = create_witness_app(keys.cosigners, witnessed_logs([LOG.vkey()]), state, clock=lambda: 1_700_000_000)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://witness") as http:
-        yield http, cosigner, state
+        yield http, keys.ed25519, state
     state.close()
 
 
@@ -101,3 +105,34 @@ async def test_two_racing_requests_from_one_size_cosign_once(witness):
     answers = await asyncio.gather(add(http, 5, signed(8), proof(5, 8)), add(http, 5, signed(9), proof(5, 9)))
     assert sorted(a.status_code for a in answers) == [200, 409]
     assert state.held(ORIGIN)[0].size in (8, 9)
+
+
+async def test_each_checkpoint_is_answered_and_held_with_an_ed25519_and_an_ml_dsa_cosignature(witness, tmp_path: Path):
+    http, _, _ = witness
+    keys = witness_keys(tmp_path, None)  # the keys the witness made in its directory, read back
+    vkeys = [keys.ed25519.vkey(), keys.mldsa44.vkey()]
+    answer = await add(http, 0, signed(5))
+    assert answer.status_code == 200
+    lines = parse_signatures(answer.text)
+    assert [(s.name, s.key_id) for s in lines] == [(k.name, k.key_id) for k in keys.cosigners]
+    assert [timestamp_of(s) for s in lines] == [1_700_000_000, 1_700_000_000]
+    for vkey, line in zip(vkeys, lines, strict=True):
+        _, verified = open_note(signed(5) + line.line(), [parse_vkey(vkey)])
+        assert verified == [line]
+    held = await http.get(f"/{hashlib.sha256(ORIGIN.encode()).hexdigest()}/checkpoint")
+    for vkey in vkeys:
+        open_note(held.text, [parse_vkey(vkey)])  # the held checkpoint carries both
+
+
+def test_a_witness_with_only_an_ed25519_key_gains_an_ml_dsa_key_under_its_name(tmp_path: Path):
+    ed25519 = witness_key(tmp_path, "witness.test/old")
+    assert not (tmp_path / MLDSA44_KEY_FILE).exists()
+    keys = witness_keys(tmp_path, None)
+    assert keys.ed25519.skey() == ed25519.skey() and (tmp_path / KEY_FILE).read_text() == ed25519.skey() + "\n"
+    assert keys.mldsa44.name == "witness.test/old"
+    assert stat.S_IMODE((tmp_path / MLDSA44_KEY_FILE).stat().st_mode) == 0o600
+    assert witness_keys(tmp_path, "witness.test/old").mldsa44.vkey() == keys.mldsa44.vkey()  # made once, then kept
+    (tmp_path / MLDSA44_KEY_FILE).unlink()
+    (tmp_path / MLDSA44_KEY_FILE).write_text(witness_keys(tmp_path / "other", "witness.test/other").mldsa44.skey())
+    with pytest.raises(ValueError, match="keys share its name"):
+        witness_keys(tmp_path, None)

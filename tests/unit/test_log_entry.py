@@ -90,3 +90,36 @@ def test_a_draft_too_large_for_an_entry_is_refused_by_size_in_bytes():
     body["observed_on"] = "ö" * 5_000
     [event] = when(ClaimState(CLAIM), "draft_claim", **body)
     assert len(encode(event)) <= MAX_EVENT_BYTES
+
+
+def test_a_predecessor_entry_names_the_previous_key_and_checkpoint_and_is_no_event_entry():
+    from events.log_entry import Predecessor, decode_predecessor, encode_predecessor
+
+    note = "registry.test/first\n20\n" + "A" * 43 + "=\n\n\u2014 registry.test/first AAAAAA==\n"
+    stated = Predecessor("registry.test/first+01234567+AXyz", note)
+    data = encode_predecessor(stated)
+    assert data.startswith(b"claimlog/predecessor/v1\nvkey registry.test/first+01234567+AXyz\n\n")
+    assert decode_predecessor(data) == stated
+    assert decode_predecessor(b"claimlog/entry/v1\nclaim C\n") is None  # an ordinary entry
+    with pytest.raises(EntryError):
+        decode_entry(data)  # never read as an event: it folds nowhere
+    with pytest.raises(EntryError, match="its version line, 'vkey <verifier key>'"):
+        decode_predecessor(data.replace(b"\n\n", b"\nsize 20\n\n", 1))
+    with pytest.raises(EntryError, match="ends in a newline"):
+        encode_predecessor(Predecessor(stated.vkey, note.rstrip("\n")))
+    with pytest.raises(EntryError, match="does not fit"):
+        encode_predecessor(Predecessor(stated.vkey, "x" * 70_000 + "\n"))
+
+
+def test_a_tree_record_written_before_successors_reads_as_a_first_log():
+    import json
+
+    from services.log.tlog_store import TreeRecord
+
+    old = json.dumps({"origin": "o", "vkey": "k", "stream": "CLAIMS", "stream_created": "", "created_at": 1.0}).encode()
+    record = TreeRecord.decode(old)
+    assert (record.predecessor, record.tiles_prefix, record.offset, record.entry_index(5)) == (None, "", 0, 4)
+    from events.log_entry import Predecessor
+
+    successor = TreeRecord("o2", "k2", "CLAIMS", "", 2.0, Predecessor("k", "note\n"), "abcd0123/")
+    assert TreeRecord.decode(successor.encode()) == successor and successor.entry_index(5) == 5
