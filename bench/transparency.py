@@ -41,6 +41,7 @@ from bench.results import record  # noqa: E402
 from services.log import ClaimLog, StreamSpec, connect  # noqa: E402
 from services.log.reader import ClaimReader  # noqa: E402
 from services.log.tlog_store import TlogStore  # noqa: E402
+from services.runtime.db import make_engine, upgrade  # noqa: E402
 from services.runtime.embedded import EmbeddedNats  # noqa: E402
 from services.runtime.from_settings import run  # noqa: E402
 from services.tlog.integrator import Integrator, entry_of  # noqa: E402
@@ -156,6 +157,7 @@ async def serve_and_audit(url: str, workdir: Path, size: int, args) -> tuple[dic
     env = {**os.environ, "CLAIMLOG_NATS_URL": url, "CLAIMLOG_DATA_DIR": str(workdir / "api"),
            "CLAIMLOG_DATABASE_URL": f"sqlite:///{workdir / 'api.sqlite3'}", "CLAIMLOG_API_PORT": str(args.port)}
     base = f"http://127.0.0.1:{args.port}"
+    upgrade(make_engine(env["CLAIMLOG_DATABASE_URL"]))  # the API serves on migrated read models (empty: /log/ needs none)
     api = start(["api"], env)
     results: dict[str, tuple[list[float], int, float]] = {}
     audited = None

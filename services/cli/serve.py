@@ -53,7 +53,7 @@ def projector() -> None:
 def api(
     host: Annotated[str | None, typer.Option(help="Host to bind (default CLAIMLOG_API_HOST).")] = None,
     port: Annotated[int | None, typer.Option(min=0, max=65535, help="Port to bind (default CLAIMLOG_API_PORT).")] = None,
-    read_only: Annotated[bool, typer.Option(help="Serve reads only: no commands, no NATS connection.")] = False,
+    read_only: Annotated[bool, typer.Option(help="Serve reads only: no commands; connected to NATS as the reader role.")] = False,
 ) -> None:
     """Run the HTTP API alone: reads, and commands (which connect to NATS as the writer)."""
     import uvicorn

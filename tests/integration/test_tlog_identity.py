@@ -196,3 +196,4 @@ async def test_an_integrator_that_stops_or_refuses_gives_the_tree_up_at_once(cla
     with pytest.raises(Refused, match="a log's key never changes"):
         await other.run(asyncio.Event())
     assert (await store.lease()).until == 0
+
