@@ -17,6 +17,7 @@ registry folding by other rules than this auditor's is refused, not compared.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -122,8 +123,12 @@ class EntryLog:
     """What the projector reads from in a replay: the entries' deliveries, a batch per call, judged by
     the gate against ``attribution`` (the key registry the replay is given)."""
 
-    def __init__(self, deliveries: Sequence[Delivery], attribution: Attribution) -> None:
-        self._deliveries, self._at, self._batch = deliveries, 0, BATCH
+    def __init__(self, deliveries: Sequence[Delivery] | Callable[[int], Iterator[Delivery]], attribution: Attribution) -> None:
+        """``deliveries``: all of them in memory (the message at sequence ``s`` at index ``s - 1``), or a function
+        giving those after a sequence in order, read as the projector asks (a large log need not fit in memory)."""
+        self._after = deliveries if callable(deliveries) else lambda after_seq: iter(deliveries[after_seq:])
+        self._pending: Iterator[Delivery] = iter(())
+        self._batch = BATCH
         self.attribution = attribution
 
     def consumer(self, name: str, *, max_batch: int, partitions: Sequence[int] | None = None) -> EntryLog:
@@ -131,15 +136,14 @@ class EntryLog:
         return self
 
     async def start(self, after_seq: int) -> None:
-        self._at = after_seq
+        self._pending = self._after(after_seq)
 
     async def stop(self) -> None:
         pass
 
     async def next_batch(self, **_options) -> list[Delivery]:
         await asyncio.sleep(0)  # a real consumer waits here: the previous batch's commit goes on meanwhile
-        batch = list(self._deliveries[self._at : self._at + self._batch])
-        self._at += len(batch)
+        batch = list(itertools.islice(self._pending, self._batch))
         if not batch:
             await asyncio.sleep(0.005)
         return batch
@@ -183,19 +187,24 @@ async def replay(mirror: Mirror, size: int, database: Path, attribution: Attribu
     database.unlink(missing_ok=True)
     engine = make_engine(f"sqlite:///{database}")
     upgrade(engine)
-    deliveries, digests = [], []
+    digests: set[int] = set()
     offset = entry_offset(mirror, size)
-    for index, data in mirrored_entries(mirror, size):
-        if index < offset:
-            continue  # the predecessor entry: no message of the stream
-        found = delivery(index + 1 - offset, data)
-        if not found.data and found.subject != "claims.unreadable.Unreadable":
-            digests.append(index)
-        deliveries.append(found)
-    if deliveries:
+
+    def deliveries(after_seq: int) -> Iterator[Delivery]:
+        """The deliveries after ``after_seq``, read from the mirror's bundles as the projector asks for them."""
+        for index, data in mirrored_entries(mirror, size):
+            seq = index + 1 - offset
+            if index < offset or seq <= after_seq:
+                continue  # the predecessor entry (no message of the stream), or one folded already
+            found = delivery(seq, data)
+            if not found.data and found.subject != "claims.unreadable.Unreadable":
+                digests.add(index)
+            yield found
+
+    if size > offset:
         projector = Projector(EntryLog(deliveries, attribution), engine, build_projections(), name="audit", batch=BATCH)
         await projector.run_until(size - offset, timeout=None)
-    return engine, digests
+    return engine, sorted(digests)
 
 
 async def compare(
