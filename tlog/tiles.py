@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from tlog.errors import TlogFormatError
-from tlog.hashes import HASH_SIZE, merkle_root
+from tlog.hashes import HASH_SIZE, merkle_root, node_hash
 
 HEIGHT = 8
 WIDTH = 1 << HEIGHT  # hashes (or entries) in a full tile
@@ -143,6 +143,30 @@ def tile_reader(read: Callable[[Tile], bytes], size: int) -> Callable[[int, int]
         if len(hashes) != tile.width:
             raise TlogFormatError(f"{tile.path()} holds {len(hashes)} hashes, not {tile.width}")
         return merkle_root(hashes[offset : offset + count])
+
+    return subtree
+
+
+def tile_levels(data: bytes, *, what: str = "tile") -> list[list[bytes]]:
+    """Every complete subtree a hash tile holds, by height within it: ``levels[0]`` its hashes, ``levels[j][i]``
+    the root of hashes ``i * 2**j`` to ``(i + 1) * 2**j - 1``. Made once per tile (at most 255 node hashes), it
+    answers every subtree of the tile without hashing again: what a process serving many proofs keeps."""
+    levels = [split_hashes(data, what=what)]
+    while len(levels[-1]) > 1:
+        below = levels[-1]
+        levels.append([node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)])
+    return levels
+
+
+def levels_reader(levels: Callable[[Tile], list[list[bytes]]], size: int) -> Callable[[int, int], bytes]:
+    """``tile_reader`` over tiles' precomputed levels (``tile_levels``): a subtree is a lookup, not a hashing."""
+
+    def subtree(level: int, index: int) -> bytes:
+        tile, offset, count = subtree_tile(level, index, size)
+        held = levels(tile)
+        if len(held[0]) != tile.width:
+            raise TlogFormatError(f"{tile.path()} holds {len(held[0])} hashes, not {tile.width}")
+        return held[count.bit_length() - 1][offset // count]
 
     return subtree
 

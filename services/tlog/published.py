@@ -19,9 +19,10 @@ from services.tlog.tree import checkpoint_of
 from tlog.checkpoint import Checkpoint
 from tlog.proof import TlogProof
 from tlog.proofs import inclusion_proof
-from tlog.tiles import Tile, tile_reader, tiles_needed
+from tlog.tiles import Tile, levels_reader, tile_levels, tiles_needed
 
 TILE_CACHE = 4096  # tiles of at most 8 KB (bundles more), kept once read: they never change
+LEVELS_CACHE = 1024  # hash tiles' subtrees for proofs, about 16 KB each
 CHECKPOINT_SECONDS = 1.0
 
 
@@ -38,6 +39,7 @@ class PublishedLog:
         self._record: TreeRecord | None = None
         self._lock = asyncio.Lock()
         self._tiles: OrderedDict[str, bytes] = OrderedDict()
+        self._levels: OrderedDict[str, list[list[bytes]]] = OrderedDict()
         self._note: tuple[float, str, Checkpoint] | None = None
         self._looked = float("-inf")  # when a write's answer last found no tree (``entry_index``)
 
@@ -59,6 +61,7 @@ class PublishedLog:
                 raise NoTree(f"the transparency log of {self.stream} has no tree yet")
             self._record = store.use(record)
             self._tiles.clear()
+            self._levels.clear()
         return self._record
 
     async def entry_index(self, seq: int) -> int:
@@ -124,6 +127,18 @@ class PublishedLog:
             self._tiles.move_to_end(path)
         return data
 
+    async def levels(self, tile: Tile) -> list[list[bytes]]:
+        """Every complete subtree of a hash tile (``tlog.tiles.tile_levels``), made once and kept (up to ``LEVELS_CACHE``)."""
+        path = tile.path()
+        found = self._levels.get(path)
+        if found is None:
+            found = self._levels[path] = tile_levels(await self.tile(tile), what=path)
+            while len(self._levels) > LEVELS_CACHE:
+                self._levels.popitem(last=False)
+        else:
+            self._levels.move_to_end(path)
+        return found
+
     async def proof(self, index: int) -> str | None:
         """The C2SP tlog-proof of entry ``index`` at the current checkpoint, or None before it is integrated."""
         note, checkpoint = await self.signed()
@@ -134,6 +149,6 @@ class PublishedLog:
         def prove(subtree):
             return inclusion_proof(index, size, subtree)
 
-        tiles = {tile: await self.tile(tile) for tile in tiles_needed(size, prove)}  # through the tiles kept: a proof reads few
-        hashes = prove(tile_reader(tiles.__getitem__, size))
+        held = {tile: await self.levels(tile) for tile in tiles_needed(size, prove)}  # kept: a proof hashes nothing again
+        hashes = prove(levels_reader(held.__getitem__, size))
         return TlogProof(index, tuple(hashes), note).format()

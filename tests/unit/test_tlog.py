@@ -205,3 +205,20 @@ def test_add_checkpoint_bodies_round_trip_and_bad_ones_are_named():
     with pytest.raises(TlogFormatError, match="proof line 1"):
         parse_add_checkpoint(b"old 5\nAAAA\n\ncheckpoint")
     assert parse_size("12\n") == 12
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 255, 256, 257, 600, 65_537])
+def test_a_tiles_kept_levels_give_every_subtree_the_tiles_give(size: int):
+    """What an API process keeps to prove without hashing again equals what the tiles give, subtree for subtree."""
+    from tlog.tiles import levels_reader, tile_levels, tile_reader
+
+    builder, tiles = TreeBuilder(), {}
+    for n in range(size):
+        tiles.update(builder.append(n.to_bytes(4, "big")))
+    tiles.update(builder.partial_tiles())
+    levels = {tile: tile_levels(data) for tile, data in tiles.items() if tile.level is not None}
+    by_tiles, by_levels = tile_reader(tiles.__getitem__, size), levels_reader(levels.__getitem__, size)
+    for level in range(size.bit_length()):
+        indexes = range(size >> level)
+        for index in (indexes if len(indexes) < 600 else [*indexes[:300], *indexes[-300:]]):
+            assert by_levels(level, index) == by_tiles(level, index), (level, index)
