@@ -39,6 +39,7 @@ from tlog.note import Ed25519Signer, sign_note
 
 log = logging.getLogger(__name__)
 PUTS_IN_FLIGHT = 16
+BACKLOG_BATCHES = 4  # batches a round appends before it signs, when the stream is that far ahead
 GAP_PATIENCE = 10.0  # seconds a sequence may stay unanswered while later ones are before it is a gap
 
 
@@ -207,17 +208,31 @@ class Integrator:
         return builder
 
     async def round(self, reader: ClaimReader) -> bool:
-        """Append what the stream holds past the tree (up to a batch), and sign when it is time; whether it moved."""
+        """Append what the stream holds past the tree (up to ``BACKLOG_BATCHES`` batches on a backlog, one when it
+        keeps up), and sign when it is time; whether it moved. The tiles a batch completes are stored while the
+        next batch is hashed, and all of them before the checkpoint that needs them."""
         tree = self.tree
         assert tree is not None
         head = (await self.nc.jetstream().stream_info(self.stream)).state.last_seq
         integrated = tree.builder.size - tree.record.offset  # the stream sequence the tree holds up to
-        if head > integrated:
-            stored = await self._read(reader, integrated, head)
-            completed = []
-            for message in stored:
-                completed += tree.builder.append(entry_of(message))
-            await self._put(completed)
+        storing: list[asyncio.Task[None]] = []
+        try:
+            for _ in range(BACKLOG_BATCHES):
+                if head <= integrated:
+                    break
+                stored = await self._read(reader, integrated, head)
+                if not stored:
+                    break
+                completed = []
+                for message in stored:
+                    completed += tree.builder.append(entry_of(message))
+                integrated += len(stored)
+                storing.append(asyncio.ensure_future(self._put(completed)))
+            await asyncio.gather(*storing)
+        except BaseException:
+            for task in storing:
+                task.cancel()
+            raise
         if tree.builder.size > tree.checkpoint.size:
             await self.publish()
             return True

@@ -24,7 +24,7 @@ from tlog.proofs import verify_consistency
 from tlog.tiles import decode_bundle, tiles_for
 
 pytestmark = pytest.mark.slow
-MESSAGES = 3_000
+MESSAGES = 6_000  # more than a round appends on a backlog (BACKLOG_BATCHES batches): the kill falls in the second
 
 
 def start_integrator(nats_url: str, data_dir: Path) -> subprocess.Popen[bytes]:
