@@ -28,7 +28,7 @@ from urllib.parse import quote
 from sqlalchemy import Engine, select
 
 from events.key_registry import RegistryChangeError, decode_change
-from events.log_entry import SIGNATURE, EntryError, LogEntry, decode_entry
+from events.log_entry import PREDECESSOR_LINE, SIGNATURE, EntryError, LogEntry, decode_entry
 from events.subjects import REGISTRY
 from projections.registry import build_projections
 from projections.scorecard import RULES_VERSION
@@ -110,6 +110,14 @@ def _from_entry(seq: int, entry: LogEntry) -> Delivery:
     return Delivery(seq, stored_ns, f"claims.{entry.claim_id}.{entry.event_type}", entry.body, "", dict(entry.headers) or None)
 
 
+def entry_offset(mirror: Mirror, size: int) -> int:
+    """1 when entry 0 of the tree names a previous log (a new log identity: entry ``i`` is then the message at
+    stream sequence ``i``), else 0 (entry ``i`` is the message at sequence ``i + 1``)."""
+    if size == 0:
+        return 0
+    first = decode_bundle(mirror.tile(Tile(None, 0, min(WIDTH, size))))[0]
+    return 1 if first.startswith(PREDECESSOR_LINE + b"\n") else 0
+
 
 class EntryLog:
     """What the projector reads from in a replay: the entries' deliveries, a batch per call, judged by
@@ -173,15 +181,14 @@ def replay_keys(mirror: Mirror, size: int) -> Attribution:
         raise NotComparable(f"the key registry's changes in the log contradict each other ({error})") from None
 
 
-async def replay(mirror: Mirror, size: int, database: Path, attribution: Attribution, *, offset: int = 0) -> tuple[Engine, list[int]]:
+async def replay(mirror: Mirror, size: int, database: Path, attribution: Attribution) -> tuple[Engine, list[int]]:
     """Fold the tree's ``size`` entries into a fresh SQLite database at ``database``; the engine, and the
-    entries that hold only their body's digest (their claims cannot be replayed from the log's entries).
-    ``offset`` is 1 when entry 0 names a previous log (the audit found it: ``AuditReport.predecessor``), so
-    entry ``i`` is the message at stream sequence ``i``."""
+    entries that hold only their body's digest (their claims cannot be replayed from the log's entries)."""
     database.unlink(missing_ok=True)
     engine = make_engine(f"sqlite:///{database}")
     upgrade(engine)
     digests: set[int] = set()
+    offset = entry_offset(mirror, size)
 
     def deliveries(after_seq: int) -> Iterator[Delivery]:
         """The deliveries after ``after_seq``, read from the mirror's bundles as the projector asks for them."""

@@ -54,8 +54,7 @@ async def run_audit(
         except AuditFailure as failure:
             raise AuditFailure(f"{failure}{await _new_identity_hint(client, chosen)}") from None
         if compare_pages:
-            offset = 0 if report.predecessor is None else 1  # entry 0 names a previous log: no message of the stream
-            report.comparison = await _compare(client, mirror, directory, report.checkpoint.size, offset, sample, progress, say)
+            report.comparison = await _compare(client, mirror, directory, report.checkpoint.size, sample, progress, say)
         return report
     finally:
         if own:
@@ -76,20 +75,21 @@ async def _new_identity_hint(client: LogClient, pinned: str) -> str:
 
 
 async def _compare(
-    client: LogClient, mirror: Mirror, directory: Path, size: int, offset: int, sample: int | None,
+    client: LogClient, mirror: Mirror, directory: Path, size: int, sample: int | None,
     progress: Callable[[int, int], None], say: Callable[[str], None],
 ) -> Comparison:
     from services.auditor.replay import (  # the fold's stack, loaded only to compare
         compare,
+        entry_offset,
         replay,
         replay_keys,
     )
 
     attribution = replay_keys(mirror, size)
     say(f"replaying {size} entries through the log's admission and folds")
-    engine, digests = await replay(mirror, size, directory / "replay.sqlite3", attribution, offset=offset)
+    engine, digests = await replay(mirror, size, directory / "replay.sqlite3", attribution)
     try:  # the registry's pages as of the stream sequence the tree's size covers (one less after a predecessor entry)
-        seq = size - offset
+        seq = size - entry_offset(mirror, size)
         return await compare(client.json, engine, seq, sample=sample, not_replayable=digests, progress=progress)
     finally:
         engine.dispose()
